@@ -1,0 +1,198 @@
+package broker
+
+// Produce v3-v11 appends record batches.
+//
+// Version notes: v3 is the first with RecordBatch v2 only and a
+// TransactionalID; v5 adds LogStartOffset to the response; v7 is the first
+// that may carry zstd batches (KIP-110); v8 adds per-partition error
+// messages (KIP-467); v9 is flexible (KIP-482); v10 and v11 add tagged
+// leader hints for NOT_LEADER errors, which a single broker never sends.
+//
+// Each partition is answered on its own, in request order: one bad batch
+// does not affect the other partitions of the request. Per partition:
+//
+//   - an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION (Produce
+//     does not auto-create topics; Metadata does);
+//   - the records must be exactly one RecordBatch v2: none, more than one,
+//     or an older magic is INVALID_RECORD, as Kafka's request validation
+//     says; zstd below v7 is UNSUPPORTED_COMPRESSION_TYPE;
+//   - record.Validate checks the batch with the topic's max.message.bytes
+//     (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, ...), and keys
+//     on compacted topics;
+//   - a transactional batch is INVALID_TXN_STATE: without a transaction
+//     coordinator no transaction can be ongoing, and that is the code a
+//     Kafka broker gives a transactional batch whose transaction it cannot
+//     verify;
+//   - idempotent batches go through the log's sequence checks:
+//     OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, and a
+//     duplicate of one of the producer's last five batches is answered
+//     with its original base offset and no error.
+//
+// Acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every
+// partition). On a single broker acks=-1 and acks=1 are the same: the high
+// watermark advances as soon as the append returns, so TimeoutMillis is
+// not used. With acks=0 nothing is written back; if any partition failed
+// the connection is closed instead, as Kafka does, so the producer
+// refreshes its metadata.
+//
+// Validation happens before and outside the log's lock; the hot path does
+// no per-record work beyond record.Validate's walk and allocates only the
+// response.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/log"
+	"github.com/vltava/vltava/core/record"
+	"github.com/vltava/vltava/core/wire"
+)
+
+// magicOffset is the position of the magic byte in a record batch.
+const magicOffset = 16
+
+func handleProduce(b *Broker, _ context.Context, req *wire.Request) (*wire.Response, error) {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	acksOK := r.Acks == -1 || r.Acks == 0 || r.Acks == 1
+	now := time.Now()
+	snap := b.meta.Load()
+	failed := 0
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
+	for i := range r.Topics {
+		rt, st := &r.Topics[i], &resp.Topics[i]
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		t := snap.byName[rt.Topic]
+		for j := range rt.Partitions {
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rt.Partitions[j].Partition
+			sp.BaseOffset = -1
+			var err error
+			if !acksOK {
+				err = fmt.Errorf("acks %d: want -1, 0 or 1: %w", r.Acks, kerr.InvalidRequiredAcks)
+			} else {
+				err = b.produceTo(t, r, rt.Partitions[j].Records, sp, now)
+			}
+			if err != nil {
+				failed++
+				setProduceError(b, req, r, rt.Topic, sp, err)
+			}
+		}
+	}
+	if r.Acks == 0 {
+		if failed > 0 {
+			return nil, fmt.Errorf("broker: acks=0 produce failed for %d partitions", failed)
+		}
+		return nil, nil
+	}
+	return reply(resp)
+}
+
+// produceTo validates and appends one partition's records and fills sp.
+// Errors carry a *kerr.Error for the client (see produceErrorCode).
+func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp *kmsg.ProduceResponseTopicPartition, now time.Time) error {
+	var p *partition
+	if t != nil {
+		p = t.partition(sp.Partition)
+	}
+	if p == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	if err := checkProduceFraming(records, r.Version); err != nil {
+		return err
+	}
+	cfg := p.cfg.Load()
+	h, err := record.Validate(records, record.ValidateOptions{
+		MaxBatchBytes: int(cfg.MaxMessageBytes),
+		RequireKeys:   slices.Contains(cfg.CleanupPolicy, "compact"),
+	})
+	if err != nil {
+		return err
+	}
+	if h.Transactional() {
+		return fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
+	}
+	res, err := p.append(records, now)
+	if err != nil {
+		return err
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogStartOffset = res.LogStartOffset
+	if cfg.LogAppendTime && !res.Duplicate {
+		sp.LogAppendTime = res.LogAppendTime
+	}
+	return nil
+}
+
+// checkProduceFraming applies Kafka's request-level rules for produce v3+:
+// exactly one batch, of magic 2, and zstd only from v7 on.
+func checkProduceFraming(records []byte, version int16) error {
+	if len(records) == 0 {
+		return fmt.Errorf("no record batch: %w", kerr.InvalidRecord)
+	}
+	if len(records) > magicOffset && records[magicOffset] != 2 {
+		return fmt.Errorf("batch magic %d: produce v3+ takes only magic 2: %w", int8(records[magicOffset]), kerr.InvalidRecord)
+	}
+	h, err := record.ParseHeader(records)
+	if err != nil {
+		return nil // record.Validate reports it
+	}
+	if h.Size() < len(records) {
+		return fmt.Errorf("%d bytes follow the first batch: produce v3+ takes exactly one batch: %w", len(records)-h.Size(), kerr.InvalidRecord)
+	}
+	if h.Codec() == record.CodecZstd && version < 7 {
+		return fmt.Errorf("zstd batch in produce v%d (v7+ needed): %w", version, kerr.UnsupportedCompressionType)
+	}
+	return nil
+}
+
+// setProduceError records err in sp and logs it: expected outcomes
+// (unknown topic, sequence and epoch errors) at debug, bad batches at
+// info, storage failures at error.
+func setProduceError(b *Broker, req *wire.Request, r *kmsg.ProduceRequest, topic string, sp *kmsg.ProduceResponseTopicPartition, err error) {
+	code := produceErrorCode(err)
+	sp.ErrorCode = code.Code
+	sp.BaseOffset = -1
+	if r.Version >= 8 {
+		msg := err.Error()
+		sp.ErrorMessage = &msg
+	}
+	attrs := []any{"topic", topic, "partition", sp.Partition, "client", req.ClientID, "code", code.Message, "err", err}
+	switch code {
+	case kerr.KafkaStorageError:
+		b.logger.Error("broker: produce", attrs...)
+	case kerr.CorruptMessage, kerr.InvalidRecord, kerr.MessageTooLarge, kerr.UnsupportedCompressionType, kerr.InvalidRequiredAcks:
+		b.logger.Info("broker: produce refused", attrs...)
+	default:
+		b.logger.Debug("broker: produce", attrs...)
+	}
+}
+
+// produceErrorCode maps an error of produceTo to the Kafka error a client
+// sees. Errors from record.Validate and produceTo carry a *kerr.Error;
+// log errors are mapped by kind; anything else is a storage failure.
+func produceErrorCode(err error) *kerr.Error {
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke
+	case errors.Is(err, log.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber
+	case errors.Is(err, log.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch
+	case errors.Is(err, log.ErrClosed):
+		// The topic was deleted while the request was served.
+		return kerr.UnknownTopicOrPartition
+	case errors.Is(err, record.ErrCorrupt):
+		return kerr.CorruptMessage
+	}
+	return kerr.KafkaStorageError
+}

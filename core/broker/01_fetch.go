@@ -1,0 +1,334 @@
+package broker
+
+// Fetch v4-v16 reads record batches, sending them from the segment files
+// with sendfile when the connection allows (zero copy, see wire.FetchFrame).
+//
+// Version notes: v4 adds IsolationLevel, LastStableOffset and aborted
+// transactions; v5 LogStartOffset (KIP-107); v7 fetch sessions (KIP-227);
+// v9 CurrentLeaderEpoch (KIP-320); v11 Rack and PreferredReadReplica
+// (KIP-392); v12 is flexible, with LastFetchedEpoch; v13 names topics by ID
+// (KIP-516); v15 moves ReplicaID into ReplicaState (KIP-903); v16 adds
+// NodeEndpoints for NOT_LEADER hints.
+//
+// Per partition, in request order:
+//
+//   - unknown topic: UNKNOWN_TOPIC_OR_PARTITION (by name, < v13) or
+//     UNKNOWN_TOPIC_ID (>= v13); unknown partition:
+//     UNKNOWN_TOPIC_OR_PARTITION; a CurrentLeaderEpoch other than -1 or
+//     ours: FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer);
+//   - a fetch offset below the log start offset or above the log end
+//     offset is OFFSET_OUT_OF_RANGE. Offsets from the high watermark to the
+//     log end offset are valid and return nothing (as in Kafka; on one
+//     broker the two differ only while an append is being acknowledged);
+//   - records are whole batches below the high watermark, starting with
+//     the batch that holds the fetch offset; HighWatermark,
+//     LastStableOffset (= the high watermark: no transactions yet) and
+//     LogStartOffset are set.
+//
+// Sizes (KIP-74): each partition returns at most PartitionMaxBytes and the
+// response at most MaxBytes, except that the first batch of the first
+// partition with data is always returned whole, so a consumer can not get
+// stuck behind a batch larger than its limits. A later partition whose
+// first batch does not fit in what is left returns nothing this time.
+//
+// Long poll: when fewer than MinBytes are available and no partition has
+// an error, the request waits until MinBytes are available, MaxWaitMillis
+// passes, the broker stops, or the connection closes. It wakes when the
+// high watermark of any requested partition moves (partition.hwChanged);
+// it runs in the connection's own goroutine and starts none.
+//
+// Not yet: fetch sessions (KIP-227) are declined by answering SessionID 0
+// to a request that asks for one, which every client (franz-go, sarama,
+// librdkafka) handles by sending full fetch requests; an incremental fetch
+// of a session we never created gets FETCH_SESSION_ID_NOT_FOUND.
+// IsolationLevel read_committed reads like read_uncommitted until
+// transactions exist (no batch can be transactional: Produce refuses
+// them). ReplicaID / ReplicaState are ignored until replication.
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/log"
+	"github.com/vltava/vltava/core/wire"
+)
+
+// fetchPart is one requested partition and its slot in the response.
+type fetchPart struct {
+	p        *partition // nil when code is set before reading
+	offset   int64
+	maxBytes int32
+	sp       *kmsg.FetchResponseTopicPartition
+}
+
+// fetchRead is what one pass over the partitions read: a range per
+// partition (zero if none) and the slices that back them.
+type fetchRead struct {
+	ranges []wire.FileRange
+	slices []*log.Slice
+	bytes  int64
+	final  bool // an error was found: answer now, do not wait
+}
+
+func (fr *fetchRead) release() {
+	for _, s := range fr.slices {
+		s.Close()
+	}
+	fr.slices = fr.slices[:0]
+	clear(fr.ranges)
+	fr.bytes, fr.final = 0, false
+}
+
+func handleFetch(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	r := req.Body.(*kmsg.FetchRequest)
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	if code := checkFetchSession(r); code != 0 {
+		resp.ErrorCode = code
+		return reply(resp)
+	}
+	parts := b.fetchPlan(r, resp)
+	fr := &fetchRead{ranges: make([]wire.FileRange, len(parts))}
+	if err := b.fetchWait(ctx, r, parts, fr); err != nil {
+		fr.release()
+		return nil, err
+	}
+	frame, err := wire.FetchFrame(resp, fr.ranges)
+	if err != nil {
+		fr.release()
+		return nil, err
+	}
+	slices := fr.slices
+	return &wire.Response{Frame: frame, Done: func() {
+		for _, s := range slices {
+			s.Close()
+		}
+	}}, nil
+}
+
+// checkFetchSession declines fetch sessions: a request that opens one
+// (ID 0, epoch 0) or needs none (epoch -1) is served in full and answered
+// with SessionID 0, meaning "no session"; one that continues a session
+// fails, since we never hand out session IDs.
+func checkFetchSession(r *kmsg.FetchRequest) int16 {
+	if r.Version < 7 || r.SessionEpoch == 0 || r.SessionEpoch == -1 {
+		return 0
+	}
+	if r.SessionID != 0 {
+		return kerr.FetchSessionIDNotFound.Code
+	}
+	return kerr.InvalidFetchSessionEpoch.Code
+}
+
+// fetchPlan resolves the requested partitions and lays out the response
+// in request order. Partitions that can not be read get their error code
+// now.
+func (b *Broker) fetchPlan(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fetchPart {
+	snap := b.meta.Load()
+	n := 0
+	for i := range r.Topics {
+		n += len(r.Topics[i].Partitions)
+	}
+	parts := make([]fetchPart, 0, n)
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(r.Topics))
+	for i := range r.Topics {
+		rt, st := &r.Topics[i], &resp.Topics[i]
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topic
+		unknown := kerr.UnknownTopicOrPartition.Code
+		if r.Version >= 13 {
+			t, unknown = snap.byID[rt.TopicID], kerr.UnknownTopicID.Code
+			if t != nil {
+				st.Topic = t.name
+			}
+		} else {
+			t = snap.byName[rt.Topic]
+		}
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp, sp := &rt.Partitions[j], &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rp.Partition
+			if r.IsolationLevel == 1 {
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
+			fp := fetchPart{offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, sp: sp}
+			switch {
+			case t == nil:
+				setFetchError(sp, unknown)
+			case t.partition(rp.Partition) == nil:
+				setFetchError(sp, kerr.UnknownTopicOrPartition.Code)
+			default:
+				fp.p = t.partition(rp.Partition)
+				if r.Version >= 9 {
+					if code := checkLeaderEpoch(fp.p, rp.CurrentLeaderEpoch); code != 0 {
+						setFetchError(sp, code)
+						fp.p = nil
+					}
+				}
+			}
+			parts = append(parts, fp)
+		}
+	}
+	return parts
+}
+
+// checkLeaderEpoch applies KIP-320's fencing: -1 skips the check, an
+// older epoch is fenced, a newer one is not known here yet.
+func checkLeaderEpoch(p *partition, epoch int32) int16 {
+	cur := p.leaderEpoch.Load()
+	switch {
+	case epoch == -1 || epoch == cur:
+		return 0
+	case epoch < cur:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+}
+
+func setFetchError(sp *kmsg.FetchResponseTopicPartition, code int16) {
+	sp.ErrorCode = code
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+}
+
+// fetchWait reads the partitions into fr, waiting as long poll requires.
+// It returns an error only when ctx ends (the connection is closing).
+func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fetchPart, fr *fetchRead) error {
+	var (
+		chs   []<-chan struct{}
+		timer *time.Timer
+	)
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	for {
+		// Take the wake-up channels before reading, so an append between
+		// the read and the wait is not missed.
+		chs = chs[:0]
+		for i := range parts {
+			if parts[i].p != nil {
+				chs = append(chs, parts[i].p.hwChanged())
+			}
+		}
+		b.fetchRound(r, parts, fr)
+		wait := time.Until(deadline)
+		if fr.final || fr.bytes >= int64(r.MinBytes) || wait <= 0 || len(chs) == 0 {
+			break
+		}
+		fr.release()
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		switch waitAny(ctx, b.stopCh, timer.C, chs) {
+		case waitCanceled:
+			return ctx.Err()
+		case waitStopped:
+			b.fetchRound(r, parts, fr) // answer with what there is
+			return nil
+		}
+	}
+	return nil
+}
+
+// fetchRound makes one pass over the partitions, filling the response
+// fields and fr. It applies the size limits described in the file
+// comment.
+func (b *Broker) fetchRound(r *kmsg.FetchRequest, parts []fetchPart, fr *fetchRead) {
+	remaining := int64(r.MaxBytes)
+	for i := range parts {
+		fp := &parts[i]
+		if fp.p == nil {
+			fr.final = true
+			continue
+		}
+		limit := min(int64(fp.maxBytes), remaining)
+		s, code := b.fetchPartition(fp, limit, fr.bytes == 0)
+		if code != 0 {
+			setFetchError(fp.sp, code)
+			fr.final = true
+			continue
+		}
+		if s == nil {
+			continue
+		}
+		fr.ranges[i] = wire.FileRange{File: s.File(), Pos: s.Pos(), Len: s.Len()}
+		fr.slices = append(fr.slices, s)
+		fr.bytes += s.Len()
+		remaining -= s.Len()
+	}
+}
+
+// fetchPartition reads one partition from fp.offset up to limit bytes
+// (whole batches; with first set, the first batch even if larger). It
+// returns nil when there is nothing to send.
+func (b *Broker) fetchPartition(fp *fetchPart, limit int64, first bool) (*log.Slice, int16) {
+	p, sp := fp.p, fp.sp
+	hw := p.highWatermark()
+	start, end := p.log.StartOffset(), p.log.EndOffset()
+	sp.ErrorCode = 0
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, start
+	if fp.offset < start || fp.offset > max(end, hw) {
+		return nil, kerr.OffsetOutOfRange.Code
+	}
+	if fp.offset >= hw || (!first && limit <= 0) {
+		return nil, 0
+	}
+	s, err := p.log.Read(fp.offset, int(max(limit, 0)), hw)
+	switch {
+	case errors.Is(err, log.ErrOffsetOutOfRange):
+		return nil, kerr.OffsetOutOfRange.Code
+	case errors.Is(err, log.ErrClosed):
+		return nil, kerr.UnknownTopicOrPartition.Code // deleted meanwhile
+	case err != nil:
+		b.logger.Error("broker: fetch", "partition", p.String(), "offset", fp.offset, "err", err)
+		return nil, kerr.KafkaStorageError.Code
+	}
+	if s.Len() == 0 || (!first && s.Len() > limit) {
+		s.Close()
+		return nil, 0
+	}
+	return s, 0
+}
+
+// Outcomes of waitAny.
+const (
+	waitWoken = iota
+	waitCanceled
+	waitStopped
+)
+
+// waitAny blocks until one of chs is closed, timer fires (both
+// waitWoken), stop is closed (waitStopped) or ctx ends (waitCanceled).
+// One channel, the common case, needs no reflection.
+func waitAny(ctx context.Context, stop <-chan struct{}, timer <-chan time.Time, chs []<-chan struct{}) int {
+	if len(chs) == 1 {
+		select {
+		case <-chs[0]:
+		case <-timer:
+		case <-stop:
+			return waitStopped
+		case <-ctx.Done():
+			return waitCanceled
+		}
+		return waitWoken
+	}
+	cases := make([]reflect.SelectCase, 0, len(chs)+3)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)})
+	for _, ch := range chs {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	switch i, _, _ := reflect.Select(cases); i {
+	case 0:
+		return waitCanceled
+	case 1:
+		return waitStopped
+	}
+	return waitWoken
+}

@@ -1,0 +1,95 @@
+package broker
+
+// Metadata v0-v12. v1 makes a null topic list mean "all topics" (v0 uses
+// an empty list) and adds the controller; v2 the cluster ID; v4 lets the
+// client decline auto-creation; v7 leader epochs; v8 authorized
+// operations; v9 flexible; v10 topic IDs; v12 topics requested by ID only.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vltava/vltava/core/wire"
+)
+
+// authorizedOpsUnset is what Kafka returns when authorized operations were
+// not requested.
+const authorizedOpsUnset = -2147483648
+
+func handleMetadata(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	r := req.Body.(*kmsg.MetadataRequest)
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	host, port := b.advertised()
+	broker := kmsg.NewMetadataResponseBroker()
+	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, host, port
+	if b.cfg.BrokerRack != "" {
+		broker.Rack = &b.cfg.BrokerRack
+	}
+	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+	resp.ClusterID = &b.clusterID
+	resp.ControllerID = b.cfg.NodeID
+	resp.AuthorizedOperations = authorizedOpsUnset
+
+	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	if all {
+		snap := b.meta.Load()
+		for _, name := range snap.names() {
+			resp.Topics = append(resp.Topics, b.metadataTopic(snap.byName[name], name))
+		}
+		return reply(resp)
+	}
+	autoCreate := b.cfg.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
+	for _, rt := range r.Topics {
+		var t *topic
+		switch {
+		case rt.Topic != nil:
+			t = b.topic(*rt.Topic)
+			if t == nil && autoCreate {
+				var code errorCode
+				t, code, _ = b.createTopic(ctx, *rt.Topic, -1, -1, nil, false)
+				if code != 0 && code != errTopicAlreadyExists {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.Topic, mt.ErrorCode = rt.Topic, code
+					resp.Topics = append(resp.Topics, mt)
+					continue
+				}
+				t = b.topic(*rt.Topic)
+			}
+		default:
+			t = b.topicByID(rt.TopicID)
+		}
+		if t == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if rt.Topic == nil {
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+			} else if checkTopicName(*rt.Topic) != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			mt.AuthorizedOperations = authorizedOpsUnset
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.metadataTopic(t, t.name))
+	}
+	return reply(resp)
+}
+
+func (b *Broker) metadataTopic(t *topic, name string) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(name)
+	mt.TopicID = t.id
+	mt.AuthorizedOperations = authorizedOpsUnset
+	for _, p := range t.partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.index
+		mp.Leader = b.cfg.NodeID
+		mp.LeaderEpoch = p.leaderEpoch.Load()
+		mp.Replicas = []int32{b.cfg.NodeID}
+		mp.ISR = []int32{b.cfg.NodeID}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

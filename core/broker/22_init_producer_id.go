@@ -1,0 +1,56 @@
+package broker
+
+// InitProducerId v0-v5 gives an idempotent producer its producer ID.
+//
+// Version notes: v1 is v0 (throttle behaviour only); v2 is flexible
+// (KIP-482); v3 adds the current ProducerID and ProducerEpoch (KIP-360) so
+// a producer can ask for its epoch to be bumped; v4 and v5 add nothing a
+// non-transactional producer sees.
+//
+// Served without a transaction coordinator:
+//
+//   - A null TransactionalID gets a fresh producer ID with epoch 0. Kafka
+//     does the same, ignoring ProducerID/ProducerEpoch for a producer
+//     without a transactional ID: a KIP-360 "bump" of an idempotent
+//     producer is answered with a new ID, which the client accepts.
+//   - An empty TransactionalID, or only one of ProducerID and ProducerEpoch
+//     set, is INVALID_REQUEST, as in Kafka.
+//   - Any other TransactionalID is COORDINATOR_NOT_AVAILABLE: what a Kafka
+//     broker answers while it has no transaction coordinator to serve the
+//     ID (for instance, while __transaction_state cannot be created).
+//     Clients treat it as retriable and give up after their retry timeout.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vltava/vltava/core/wire"
+)
+
+func handleInitProducerID(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	r := req.Body.(*kmsg.InitProducerIDRequest)
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	switch {
+	case (r.ProducerID == -1) != (r.ProducerEpoch == -1):
+		// KIP-360: both set or both unset (v0-v2 decode them as -1).
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return reply(resp)
+	case r.TransactionalID != nil && *r.TransactionalID == "":
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return reply(resp)
+	case r.TransactionalID != nil:
+		b.logger.Debug("broker: init producer id: transactions are not supported yet",
+			"transactional_id", *r.TransactionalID, "client", req.ClientID)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return reply(resp)
+	}
+	id, err := b.pids.allocate(ctx, b.store)
+	if err != nil {
+		b.logger.Warn("broker: init producer id", "err", err)
+		resp.ErrorCode = storeErrorCode(err)
+		return reply(resp)
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return reply(resp)
+}

@@ -1,0 +1,68 @@
+package broker
+
+// CreatePartitions v0-v3. v1 is the same as v0 (throttle behaviour), v2 is
+// flexible, v3 the same as v2.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vltava/vltava/core/wire"
+)
+
+func handleCreatePartitions(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	r := req.Body.(*kmsg.CreatePartitionsRequest)
+	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	seen := map[string]int{}
+	for _, rt := range r.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range r.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		code, msg := b.createPartitions(ctx, rt, seen[rt.Topic] > 1, r.ValidateOnly)
+		st.ErrorCode = code
+		if code != 0 {
+			st.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return reply(resp)
+}
+
+func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsRequestTopic, dup, validateOnly bool) (errorCode, string) {
+	if dup {
+		return kerr.InvalidRequest.Code, fmt.Sprintf("topic %q appears more than once in the request", rt.Topic)
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	t := b.topic(rt.Topic)
+	if t == nil {
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", rt.Topic)
+	}
+	have := int32(len(t.partitions))
+	if rt.Count <= have {
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the new count must be larger, not %d", rt.Topic, have, rt.Count)
+	}
+	if rt.Assignment != nil {
+		if int32(len(rt.Assignment)) != rt.Count-have {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("%d assignments for %d new partitions", len(rt.Assignment), rt.Count-have)
+		}
+		for _, a := range rt.Assignment {
+			if len(a.Replicas) != 1 || a.Replicas[0] != b.cfg.NodeID {
+				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("replicas %v: only broker %d exists", a.Replicas, b.cfg.NodeID)
+			}
+		}
+	}
+	if validateOnly {
+		return 0, ""
+	}
+	if _, err := b.updateTopicLocked(ctx, t, rt.Count, t.overrides); err != nil {
+		b.logger.Error("broker: create partitions", "topic", rt.Topic, "err", err)
+		return storeErrorCode(err), err.Error()
+	}
+	b.logger.Info("broker: added partitions", "topic", rt.Topic, "from", have, "to", rt.Count)
+	return 0, ""
+}

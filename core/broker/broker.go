@@ -1,0 +1,220 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vltava/vltava/core/config"
+	"github.com/vltava/vltava/core/wire"
+	"github.com/vltava/vltava/plugins/metastore/local"
+	"github.com/vltava/vltava/plugins/sdk"
+)
+
+// Options are the parts of a broker that its owner hands in.
+type Options struct {
+	// Logger receives the broker's log; nil means slog.Default().
+	Logger *slog.Logger
+	// Store is the metadata store. Nil opens the embedded local store
+	// under log.dirs; a store handed in is not closed by Close.
+	Store sdk.MetadataStore
+}
+
+// Broker is one Kafka-protocol broker. Create it with New, then Start it;
+// Close stops it and waits for everything it started.
+type Broker struct {
+	cfg    config.Broker
+	logger *slog.Logger
+
+	store     sdk.MetadataStore
+	ownsStore bool
+	clusterID string
+
+	server *wire.Server
+	ln     net.Listener
+
+	// metaMu serializes changes to topics; readers use meta without it.
+	metaMu sync.Mutex
+	meta   atomic.Pointer[topicSnapshot]
+
+	pids producerIDs
+
+	ready   chan struct{}
+	stopCh  chan struct{}
+	wg      sync.WaitGroup
+	started atomic.Bool
+	closed  atomic.Bool
+}
+
+// New validates cfg and returns a broker that is not yet serving.
+func New(cfg config.Broker, opts Options) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	b := &Broker{
+		cfg:    cfg,
+		logger: logger,
+		store:  opts.Store,
+		ready:  make(chan struct{}),
+		stopCh: make(chan struct{}),
+	}
+	b.meta.Store(emptySnapshot())
+	return b, nil
+}
+
+// Start opens the data directory and metadata store, opens every
+// partition's log, binds the listener and starts serving in the background.
+func (b *Broker) Start() error {
+	if !b.started.CompareAndSwap(false, true) {
+		return errors.New("broker: already started")
+	}
+	if err := b.start(); err != nil {
+		b.shutdown()
+		return err
+	}
+	close(b.ready)
+	return nil
+}
+
+func (b *Broker) start() error {
+	dir := b.cfg.LogDirs
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("broker: data dir: %w", err)
+	}
+	id, err := loadMetaProperties(dir, b.cfg)
+	if err != nil {
+		return err
+	}
+	b.clusterID = id
+	if b.store == nil {
+		if err := os.MkdirAll(filepath.Join(dir, "meta"), 0o755); err != nil {
+			return fmt.Errorf("broker: metadata dir: %w", err)
+		}
+		st, err := local.Open(filepath.Join(dir, "meta", "local.db"), local.Options{Logger: b.logger})
+		if err != nil {
+			return fmt.Errorf("broker: metadata store: %w", err)
+		}
+		b.store, b.ownsStore = st, true
+	}
+	if err := b.loadTopics(context.Background()); err != nil {
+		return err
+	}
+	addr, _ := b.cfg.ListenAddr() // validated in New
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("broker: listen: %w", err)
+	}
+	b.ln = ln
+	b.server = wire.NewServer(wire.Config{
+		MaxRequestBytes: b.cfg.SocketRequestMaxBytes,
+		ZeroCopy:        b.cfg.ZeroCopy,
+		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		Listener:        "PLAINTEXT",
+		Logger:          b.logger,
+	}, b)
+	b.wg.Add(2)
+	go func() {
+		defer b.wg.Done()
+		if err := b.server.Serve(ln); err != nil && !b.closed.Load() {
+			b.logger.Error("broker: serve", "err", err)
+		}
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.maintain()
+	}()
+	b.logger.Info("broker: serving", "addr", ln.Addr().String(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
+	return nil
+}
+
+// advertised is the host and port clients are told to use: the advertised
+// listener if configured, else the bound listener (so port 0 works).
+func (b *Broker) advertised() (string, int32) {
+	if b.cfg.AdvertisedListeners == "" && b.ln != nil {
+		if a, ok := b.ln.Addr().(*net.TCPAddr); ok {
+			host, _, _ := net.SplitHostPort(b.cfg.Listeners[strings.LastIndex(b.cfg.Listeners, "/")+1:])
+			if host == "" || host == "0.0.0.0" || host == "::" {
+				host = a.IP.String()
+			}
+			return host, int32(a.Port)
+		}
+	}
+	host, port, _ := b.cfg.AdvertisedAddr() // validated in New
+	return host, port
+}
+
+// Ready is closed once Start has succeeded.
+func (b *Broker) Ready() <-chan struct{} { return b.ready }
+
+// Addr is the address the listener is bound to, once started.
+func (b *Broker) Addr() string {
+	if b.ln == nil {
+		return ""
+	}
+	return b.ln.Addr().String()
+}
+
+// Stats reports the connection layer's counters.
+func (b *Broker) Stats() wire.Stats {
+	if b.server == nil {
+		return wire.Stats{}
+	}
+	return b.server.Stats()
+}
+
+// Close stops serving, waits for every request in progress, and closes
+// every log cleanly so the next start needs no recovery scan.
+func (b *Broker) Close() error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return b.shutdown()
+}
+
+func (b *Broker) shutdown() error {
+	b.closed.Store(true)
+	close(b.stopCh)
+	var errs []error
+	if b.server != nil {
+		errs = append(errs, b.server.Close())
+	} else if b.ln != nil {
+		errs = append(errs, b.ln.Close())
+	}
+	b.wg.Wait()
+	errs = append(errs, b.closeTopics())
+	if b.ownsStore && b.store != nil {
+		errs = append(errs, b.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// maintain runs each log's periodic work: flush.ms, segment.ms, retention
+// and closing idle files.
+func (b *Broker) maintain() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopCh:
+			return
+		case now := <-t.C:
+			for _, p := range b.meta.Load().allPartitions() {
+				if err := p.log.Maintain(now); err != nil {
+					b.logger.Warn("broker: log maintenance", "partition", p.String(), "err", err)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vltava/vltava/core/wire"
+)
+
+// handlerFunc serves one API. A Kafka error goes into the response; a Go
+// error closes the connection.
+type handlerFunc func(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error)
+
+// api is one row of the handler table: the versions served and the handler.
+type api struct {
+	key      int16
+	name     string
+	min, max int16
+	handle   handlerFunc
+}
+
+// apis is the one table of served APIs. ApiVersions advertises exactly
+// this; a test checks that each advertised version is answered.
+var apis []api
+
+func init() {
+	apis = []api{
+		{0, "Produce", 3, 11, handleProduce},
+		{1, "Fetch", 4, 16, handleFetch},
+		{2, "ListOffsets", 1, 8, handleListOffsets},
+		{3, "Metadata", 0, 12, handleMetadata},
+		{18, "ApiVersions", 0, 4, handleAPIVersions},
+		{19, "CreateTopics", 0, 7, handleCreateTopics},
+		{20, "DeleteTopics", 0, 6, handleDeleteTopics},
+		{21, "DeleteRecords", 0, 2, handleDeleteRecords},
+		{22, "InitProducerId", 0, 5, handleInitProducerID},
+		{32, "DescribeConfigs", 0, 4, handleDescribeConfigs},
+		{33, "AlterConfigs", 0, 2, handleAlterConfigs},
+		{37, "CreatePartitions", 0, 3, handleCreatePartitions},
+		{44, "IncrementalAlterConfigs", 0, 1, handleIncrementalAlterConfigs},
+		{60, "DescribeCluster", 0, 1, handleDescribeCluster},
+	}
+	sort.Slice(apis, func(i, j int) bool { return apis[i].key < apis[j].key })
+	apiByKey = map[int16]*api{}
+	for i := range apis {
+		apiByKey[apis[i].key] = &apis[i]
+	}
+}
+
+// apiByKey indexes apis; built with it in init.
+var apiByKey map[int16]*api
+
+// Handle dispatches one request through the table. It implements
+// wire.Handler.
+func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	a := apiByKey[req.Key]
+	if a == nil {
+		return nil, fmt.Errorf("broker: api key %d is not served", req.Key)
+	}
+	if req.Version < a.min || req.Version > a.max || req.Body == nil {
+		if req.Key == 18 { // ApiVersions answers even versions it does not know (KIP-511).
+			return handleAPIVersions(b, ctx, req)
+		}
+		return nil, fmt.Errorf("broker: %s v%d is not served (v%d-v%d are)", a.name, req.Version, a.min, a.max)
+	}
+	return a.handle(b, ctx, req)
+}
+
+// reply wraps a kmsg response for the wire.
+func reply(resp kmsg.Response) (*wire.Response, error) {
+	return &wire.Response{Msg: resp}, nil
+}

@@ -1,0 +1,325 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vltava/vltava/core/config"
+	"github.com/vltava/vltava/core/log"
+	"github.com/vltava/vltava/plugins/sdk"
+)
+
+const topicsPrefix = "/topics/"
+
+// topic is an immutable view of one topic. Changes build a new topic and
+// publish a new snapshot; partitions are shared between views.
+type topic struct {
+	name       string
+	id         [16]byte
+	overrides  map[string]string
+	cfg        config.Topic
+	partitions []*partition
+	version    int64 // store version of /topics/<name>
+}
+
+func (t *topic) partition(i int32) *partition {
+	if i < 0 || int(i) >= len(t.partitions) {
+		return nil
+	}
+	return t.partitions[i]
+}
+
+// topicSnapshot is the broker's current set of topics. It is never
+// modified once published.
+type topicSnapshot struct {
+	byName map[string]*topic
+	byID   map[[16]byte]*topic
+}
+
+func emptySnapshot() *topicSnapshot {
+	return &topicSnapshot{byName: map[string]*topic{}, byID: map[[16]byte]*topic{}}
+}
+
+func (s *topicSnapshot) names() []string { return slices.Sorted(maps.Keys(s.byName)) }
+
+func (s *topicSnapshot) allPartitions() []*partition {
+	var ps []*partition
+	for _, t := range s.byName {
+		ps = append(ps, t.partitions...)
+	}
+	return ps
+}
+
+// with returns a copy of s with t added or replaced.
+func (s *topicSnapshot) with(t *topic) *topicSnapshot {
+	n := &topicSnapshot{byName: maps.Clone(s.byName), byID: maps.Clone(s.byID)}
+	n.byName[t.name] = t
+	n.byID[t.id] = t
+	return n
+}
+
+func (s *topicSnapshot) without(name string) *topicSnapshot {
+	n := &topicSnapshot{byName: maps.Clone(s.byName), byID: maps.Clone(s.byID)}
+	if t, ok := n.byName[name]; ok {
+		delete(n.byName, name)
+		delete(n.byID, t.id)
+	}
+	return n
+}
+
+// topic looks a topic up by name; nil if unknown.
+func (b *Broker) topic(name string) *topic { return b.meta.Load().byName[name] }
+
+// topicByID looks a topic up by ID; nil if unknown.
+func (b *Broker) topicByID(id [16]byte) *topic { return b.meta.Load().byID[id] }
+
+// topicRecord is the JSON kept at /topics/<name>.
+type topicRecord struct {
+	ID         string            `json:"id"`
+	Partitions int32             `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+// checkTopicName applies Kafka's topic name rules.
+func checkTopicName(name string) error {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return fmt.Errorf("topic name %q is illegal", name)
+	case len(name) > 249:
+		return fmt.Errorf("topic name is %d characters, the limit is 249", len(name))
+	case !legalTopic.MatchString(name):
+		return fmt.Errorf("topic name %q may contain only ASCII letters, digits, '.', '_' and '-'", name)
+	}
+	return nil
+}
+
+// loadTopics reads every topic from the store and opens its logs. Partition
+// directories of topics the store no longer has (a delete interrupted by a
+// crash) are removed.
+func (b *Broker) loadTopics(ctx context.Context) error {
+	resp, err := b.store.List(ctx, &sdk.ListRequest{Prefix: topicsPrefix})
+	if err != nil {
+		return fmt.Errorf("broker: list topics: %w", err)
+	}
+	snap := emptySnapshot()
+	for _, kv := range resp.KVs {
+		var rec topicRecord
+		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+			return fmt.Errorf("broker: topic %s: %w", kv.Key, err)
+		}
+		name := strings.TrimPrefix(kv.Key, topicsPrefix)
+		t, err := b.openTopic(name, rec, kv.Version, nil)
+		if err != nil {
+			return err
+		}
+		snap = snap.with(t)
+	}
+	b.meta.Store(snap)
+	b.removeStrayDirs(snap)
+	return nil
+}
+
+// openTopic builds a topic from its record, opening logs for its
+// partitions; existing partitions are reused from prev.
+func (b *Broker) openTopic(name string, rec topicRecord, version int64, prev *topic) (*topic, error) {
+	cfg, err := config.ResolveTopic(b.cfg, rec.Configs)
+	if err != nil {
+		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
+	}
+	t := &topic{name: name, overrides: rec.Configs, cfg: cfg, version: version}
+	if _, err := hex.Decode(t.id[:], []byte(rec.ID)); err != nil {
+		return nil, fmt.Errorf("broker: topic %s: bad id %q", name, rec.ID)
+	}
+	for i := int32(0); i < rec.Partitions; i++ {
+		if prev != nil && prev.partition(i) != nil {
+			t.partitions = append(t.partitions, prev.partitions[i])
+			continue
+		}
+		l, err := log.Open(filepath.Join(b.cfg.LogDirs, dirName(name, i)), b.logConfigFor(cfg))
+		if err != nil {
+			for _, p := range t.partitions[len(prevPartitions(prev)):] {
+				p.log.Close()
+			}
+			return nil, fmt.Errorf("broker: open %s: %w", dirName(name, i), err)
+		}
+		t.partitions = append(t.partitions, newPartition(name, i, l, cfg))
+	}
+	return t, nil
+}
+
+func prevPartitions(t *topic) []*partition {
+	if t == nil {
+		return nil
+	}
+	return t.partitions
+}
+
+func (b *Broker) logConfigFor(t config.Topic) log.Config {
+	c := logConfig(t)
+	c.Logger = b.logger
+	return c
+}
+
+var partitionDir = regexp.MustCompile(`^(.+)-([0-9]+)$`)
+
+func (b *Broker) removeStrayDirs(snap *topicSnapshot) {
+	entries, err := os.ReadDir(b.cfg.LogDirs)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		m := partitionDir.FindStringSubmatch(e.Name())
+		if !e.IsDir() || m == nil {
+			continue
+		}
+		t := snap.byName[m[1]]
+		i, _ := strconv.Atoi(m[2])
+		if t != nil && i < len(t.partitions) {
+			continue
+		}
+		b.logger.Warn("broker: removing partition directory of a deleted topic", "dir", e.Name())
+		if err := os.RemoveAll(filepath.Join(b.cfg.LogDirs, e.Name())); err != nil {
+			b.logger.Error("broker: remove stray directory", "dir", e.Name(), "err", err)
+		}
+	}
+}
+
+// createTopic validates and creates a topic, then opens its logs. It
+// returns a Kafka error code and message for the client on failure.
+func (b *Broker) createTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*topic, errorCode, string) {
+	if err := checkTopicName(name); err != nil {
+		return nil, errInvalidTopic, err.Error()
+	}
+	if partitions == -1 {
+		partitions = b.cfg.NumPartitions
+	}
+	if rf == -1 {
+		rf = b.cfg.DefaultReplicationFactor
+	}
+	if partitions <= 0 {
+		return nil, errInvalidPartitions, "number of partitions must be at least 1"
+	}
+	if rf <= 0 {
+		return nil, errInvalidReplicationFactor, "replication factor must be at least 1"
+	}
+	if rf > 1 {
+		return nil, errInvalidReplicationFactor, fmt.Sprintf("replication factor %d is larger than the 1 available broker", rf)
+	}
+	for k, v := range configs {
+		if err := config.CheckTopicValue(k, v); err != nil {
+			return nil, errInvalidConfig, err.Error()
+		}
+	}
+	if _, err := config.ResolveTopic(b.cfg, configs); err != nil {
+		return nil, errInvalidConfig, err.Error()
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	if b.topic(name) != nil {
+		return nil, errTopicAlreadyExists, fmt.Sprintf("topic %q already exists", name)
+	}
+	if collides := b.collidingTopicLocked(name); collides != "" {
+		return nil, errInvalidTopic, fmt.Sprintf("topic %q collides with existing topic %q ('.' and '_' are the same in metric names)", name, collides)
+	}
+	if validateOnly {
+		return &topic{name: name, overrides: configs, partitions: make([]*partition, partitions)}, 0, ""
+	}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	rec := topicRecord{ID: hex.EncodeToString(id[:]), Partitions: partitions, Configs: configs}
+	raw, _ := json.Marshal(rec)
+	put, err := b.store.Put(ctx, &sdk.PutRequest{Key: topicsPrefix + name, Value: raw, ExpectVersion: 0})
+	if errors.Is(err, sdk.ErrVersionMismatch) {
+		return nil, errTopicAlreadyExists, fmt.Sprintf("topic %q already exists", name)
+	}
+	if err != nil {
+		return nil, storeErrorCode(err), err.Error()
+	}
+	// A crash between the store write and the directories is repaired at
+	// the next start: the store is the truth, logs are opened from it.
+	t, err := b.openTopic(name, rec, put.Version, nil)
+	if err != nil {
+		b.logger.Error("broker: create topic", "topic", name, "err", err)
+		return nil, errKafkaStorage, err.Error()
+	}
+	b.meta.Store(b.meta.Load().with(t))
+	b.logger.Info("broker: created topic", "topic", name, "partitions", partitions)
+	return t, 0, ""
+}
+
+// collidingTopicLocked finds an existing topic whose name differs from name
+// only by '.' versus '_', which Kafka refuses.
+func (b *Broker) collidingTopicLocked(name string) string {
+	norm := strings.ReplaceAll(name, ".", "_")
+	for _, n := range b.meta.Load().names() {
+		if n != name && strings.ReplaceAll(n, ".", "_") == norm {
+			return n
+		}
+	}
+	return ""
+}
+
+// deleteTopic removes a topic from the store, then its logs.
+func (b *Broker) deleteTopic(ctx context.Context, t *topic) (errorCode, string) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	cur := b.topic(t.name)
+	if cur == nil || cur.id != t.id {
+		return errUnknownTopicOrPartition, fmt.Sprintf("topic %q does not exist", t.name)
+	}
+	if _, err := b.store.Delete(ctx, &sdk.DeleteRequest{Key: topicsPrefix + t.name, ExpectVersion: cur.version}); err != nil {
+		return storeErrorCode(err), err.Error()
+	}
+	b.meta.Store(b.meta.Load().without(t.name))
+	for _, p := range cur.partitions {
+		if err := p.log.Delete(); err != nil {
+			b.logger.Error("broker: delete partition", "partition", p.String(), "err", err)
+		}
+	}
+	b.logger.Info("broker: deleted topic", "topic", t.name)
+	return 0, ""
+}
+
+// updateTopicLocked writes a changed topic record with compare-and-set and
+// publishes the new view. metaMu must be held.
+func (b *Broker) updateTopicLocked(ctx context.Context, cur *topic, partitions int32, configs map[string]string) (*topic, error) {
+	rec := topicRecord{ID: hex.EncodeToString(cur.id[:]), Partitions: partitions, Configs: configs}
+	raw, _ := json.Marshal(rec)
+	put, err := b.store.Put(ctx, &sdk.PutRequest{Key: topicsPrefix + cur.name, Value: raw, ExpectVersion: cur.version})
+	if err != nil {
+		return nil, err
+	}
+	t, err := b.openTopic(cur.name, rec, put.Version, cur)
+	if err != nil {
+		return nil, err
+	}
+	if !maps.Equal(cur.overrides, configs) {
+		for _, p := range t.partitions {
+			p.setConfig(t.cfg)
+		}
+	}
+	b.meta.Store(b.meta.Load().with(t))
+	return t, nil
+}
+
+func (b *Broker) closeTopics() error {
+	var errs []error
+	for _, p := range b.meta.Load().allPartitions() {
+		errs = append(errs, p.log.Close())
+	}
+	b.meta.Store(emptySnapshot())
+	return errors.Join(errs...)
+}

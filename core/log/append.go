@@ -1,0 +1,258 @@
+package log
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/vltava/vltava/core/record"
+)
+
+// AppendOptions says how Append stamps the batches.
+type AppendOptions struct {
+	LogAppendTime int64 // >0: stamp each batch as LogAppendTime with this broker time (ms)
+	LeaderEpoch   int32 // written into each batch's partitionLeaderEpoch; -1 leaves it
+	// CRCChecked says the caller has already verified every batch's CRC32C
+	// (record.Validate does), so Append skips its own pass over the bytes.
+	// Framing and headers are always checked.
+	CRCChecked bool
+}
+
+// AppendResult describes an append.
+type AppendResult struct {
+	BaseOffset, LastOffset int64 // offsets assigned to the first and last record
+	LogAppendTime          int64 // -1 unless stamped
+	LogStartOffset         int64
+	Duplicate              bool // idempotent retry: nothing appended, offsets are the original ones
+}
+
+// pendingBatch is one validated batch of an append.
+type pendingBatch struct {
+	h   record.Header
+	off int // position within the appended bytes
+}
+
+// Append validates records (one or more RecordBatch v2, each header and
+// CRC32C checked), assigns offsets by rewriting each batch's base offset in
+// place (records is modified), checks idempotent producer sequences and
+// appends the bytes to the active segment. Invalid input wraps
+// record.ErrCorrupt or record.ErrShort.
+func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	closed, cfg, start, end := l.closed, l.cfg, l.start, l.end
+	l.mu.RUnlock()
+	if closed {
+		return AppendResult{}, ErrClosed
+	}
+	batches, err := splitBatches(records, !opts.CRCChecked)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if start > l.prunedAt {
+		l.producers.prune(start)
+		l.prunedAt = start
+	}
+	pending, dup, err := l.checkProducers(batches, end)
+	if err != nil || dup != nil {
+		if dup != nil {
+			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1, LogStartOffset: start, Duplicate: true}, nil
+		}
+		return AppendResult{}, err
+	}
+	next, maxTs := stampBatches(records, batches, end, opts)
+	if err := l.writeLocked(records, batches, cfg, next, maxTs); err != nil {
+		return AppendResult{}, err
+	}
+	for id, p := range pending {
+		l.producers[id] = p
+	}
+	res := AppendResult{BaseOffset: end, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: start}
+	if opts.LogAppendTime > 0 {
+		res.LogAppendTime = opts.LogAppendTime
+	}
+	l.mu.Lock()
+	l.end = next
+	l.appended += next - end
+	if l.unflushedSince == 0 {
+		l.unflushedSince = time.Now().UnixMilli()
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+	unsynced := l.appended - l.synced
+	l.mu.Unlock()
+	if cfg.FlushMessages > 0 && unsynced >= cfg.FlushMessages {
+		if err := l.syncData(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// splitBatches validates the framing, and with checkCRC the CRC, of every
+// batch in records.
+func splitBatches(records []byte, checkCRC bool) ([]pendingBatch, error) {
+	if len(records) == 0 {
+		return nil, fmt.Errorf("log: append: %w: no record batch", record.ErrCorrupt)
+	}
+	var bs []pendingBatch
+	for rest := records; len(rest) > 0; {
+		h, b, r, err := record.Next(rest)
+		if err != nil {
+			return nil, fmt.Errorf("log: append: %w", err)
+		}
+		if checkCRC {
+			if err := record.CheckCRC(b); err != nil {
+				return nil, fmt.Errorf("log: append: %w", err)
+			}
+		}
+		bs = append(bs, pendingBatch{h: h, off: len(records) - len(rest)})
+		rest = r
+	}
+	return bs, nil
+}
+
+// checkProducers validates idempotent batches against the producer state.
+// It returns the updated state of each producer involved (applied only once
+// the write succeeds), or the cached batch a retry duplicates.
+// REQUIRES: l.appendMu.
+func (l *Log) checkProducers(bs []pendingBatch, next int64) (map[int64]*producer, *seqBatch, error) {
+	var pending map[int64]*producer
+	for _, b := range bs {
+		h := b.h
+		h.BaseOffset = next
+		next = h.LastOffset() + 1
+		if h.ProducerID < 0 {
+			continue
+		}
+		p, ok := pending[h.ProducerID]
+		if !ok {
+			if cur := l.producers[h.ProducerID]; cur != nil {
+				p = cur.clone()
+			}
+		}
+		dup, err := p.check(h)
+		if err != nil || dup != nil {
+			return nil, dup, err
+		}
+		if p == nil {
+			p = &producer{epoch: h.ProducerEpoch}
+		}
+		p.update(h)
+		if pending == nil {
+			pending = map[int64]*producer{}
+		}
+		pending[h.ProducerID] = p
+	}
+	return pending, nil, nil
+}
+
+// stampBatches assigns offsets from next and applies opts to every batch,
+// updating the parsed headers. It returns the next free offset and the
+// largest max timestamp.
+func stampBatches(records []byte, bs []pendingBatch, next int64, opts AppendOptions) (int64, int64) {
+	maxTs := int64(-1)
+	for i := range bs {
+		b := records[bs[i].off : bs[i].off+bs[i].h.Size()]
+		record.SetBaseOffset(b, next)
+		if opts.LeaderEpoch >= 0 {
+			record.SetPartitionLeaderEpoch(b, opts.LeaderEpoch)
+		}
+		if opts.LogAppendTime > 0 {
+			record.SetLogAppendTime(b, opts.LogAppendTime)
+		}
+		h, _ := record.ParseHeader(b) // parsed before; the rewrites keep it valid
+		bs[i].h = h
+		next = h.LastOffset() + 1
+		maxTs = max(maxTs, h.MaxTimestamp)
+	}
+	return next, maxTs
+}
+
+// writeLocked rolls if needed, writes records at the end of the active
+// segment and publishes the new size and index entries to readers.
+// REQUIRES: l.appendMu.
+func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, maxTs int64) error {
+	seg := l.active()
+	if l.shouldRoll(seg.meta, cfg, int64(len(records)), next-1, maxTs) {
+		if err := l.rollLocked(); err != nil {
+			return err
+		}
+		seg = l.active()
+	}
+	// INVARIANT: only the appender changes the active segment's meta, so it
+	// reads it without the lock; readers see it only through seg.mu.
+	m := seg.meta
+	seg.mu.Lock()
+	f := seg.file
+	seg.mu.Unlock()
+	pos := m.size
+	if _, err := f.f.WriteAt(records, pos); err != nil {
+		f.f.Truncate(pos) // drop a partial write; readers never saw it
+		return fmt.Errorf("log: append: %w", err)
+	}
+	for _, b := range bs {
+		m.add(b.h, pos+int64(b.off))
+	}
+	seg.mu.Lock()
+	seg.meta = m
+	seg.mu.Unlock()
+	return nil
+}
+
+// shouldRoll applies Kafka's roll rules to an append of n bytes whose last
+// offset is last and largest timestamp maxTs.
+func (l *Log) shouldRoll(m segMeta, cfg Config, n, last, maxTs int64) bool {
+	if m.size == 0 {
+		return false
+	}
+	return m.size+n > cfg.SegmentBytes ||
+		(cfg.SegmentMs > 0 && m.firstTs >= 0 && maxTs-m.firstTs > cfg.SegmentMs) ||
+		!m.fits(last, m.size+n)
+}
+
+// Roll closes the active segment to appends and starts a new one at the
+// log end offset. An empty active segment is kept.
+func (l *Log) Roll() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkOpen(); err != nil {
+		return err
+	}
+	return l.rollLocked()
+}
+
+// rollLocked finishes the active segment's indexes (with a final time index
+// entry, so its max timestamp survives a restart), creates the next
+// segment and writes a producer snapshot at the roll offset.
+// REQUIRES: l.appendMu.
+func (l *Log) rollLocked() error {
+	l.mu.RLock()
+	end, old, interval := l.end, l.segs[len(l.segs)-1], int64(l.cfg.IndexIntervalBytes)
+	l.mu.RUnlock()
+	if old.meta.size == 0 {
+		return nil
+	}
+	old.mu.Lock()
+	old.meta.maybeAddTime()
+	old.mu.Unlock()
+	if err := old.persistIndex(false); err != nil {
+		return err
+	}
+	seg, err := createSegment(l.dir, end, interval)
+	if err != nil {
+		return err
+	}
+	old.mu.Lock()
+	old.active = false
+	old.mu.Unlock()
+	l.mu.Lock()
+	l.segs = append(slices.Clone(l.segs), seg)
+	l.dirGen++
+	l.mu.Unlock()
+	if err := writeSnapshot(l.dir, end, l.producers, false); err != nil {
+		l.config().Logger.Warn("log: producer snapshot failed", "dir", l.dir, "err", err)
+	}
+	return nil
+}

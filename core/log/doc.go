@@ -1,0 +1,146 @@
+// Package log is the durable, segmented log of one partition.
+//
+// # Directory
+//
+// A partition is a directory, conventionally named <topic>-<partition>,
+// holding:
+//
+//	<base:%020d>.log          record batches, exactly as appended
+//	<base:%020d>.index        sparse offset index of that segment
+//	<base:%020d>.timeindex    sparse time index of that segment
+//	<offset:%020d>.snapshot   producer (idempotence) state at offset
+//	recovery-point.checkpoint data below this offset is fsynced
+//	log-start-offset.checkpoint
+//	clean-shutdown            present only between Close and the next Open
+//	*.tmp                     half-written checkpoints; removed at Open
+//
+// base is the offset of the segment's first batch, zero padded to 20 decimal
+// digits so names sort by offset. Every .index and .timeindex has a .log of
+// the same base; Open deletes index files without one.
+//
+// # Segment file (.log)
+//
+// Concatenated RecordBatch v2 (magic 2) batches, byte for byte as on the
+// wire after Append rewrote baseOffset (and, when asked, partitionLeaderEpoch
+// and the LogAppendTime attribute, maxTimestamp and CRC):
+//
+//	 0        8           12                    16    17    21
+//	+--------+-----------+---------------------+-----+-----+------------ - -
+//	|baseOff |batchLength|partitionLeaderEpoch |magic| crc |attributes ...
+//	| int64  |  int32    |       int32         |  2  |u32  | CRC32C covers
+//	+--------+-----------+---------------------+-----+-----+ attributes..end
+//	 batch size = 12 + batchLength; the next batch starts right after.
+//
+// INVARIANT: batches are whole (a torn tail exists only after a crash and
+// is cut by recovery), and offsets increase: each batch's baseOffset is
+// greater than the previous batch's last offset (baseOffset +
+// lastOffsetDelta), the first is >= the segment base, and all are below the
+// next segment's base. Relative offsets (offset - base) fit in int32 and
+// positions in uint32; Append rolls before either would overflow.
+//
+// # Offset index (.index)
+//
+// Sparse, 8-byte big-endian entries, no header, file sized to its entries:
+//
+//	 0            4            8
+//	+------------+------------+
+//	| relOffset  |  position  |   relOffset = batch baseOffset - segment base
+//	|  uint32    |   uint32   |   position  = byte position of that batch
+//	+------------+------------+
+//
+// A batch gets an entry when more than index.interval.bytes of batches were
+// appended since the previous entry (the first batch of a segment never
+// needs one: lookups default to position 0).
+// INVARIANT: relOffset and position strictly increase; position < log size.
+// Lookup: the last entry with relOffset <= target gives a position at or
+// before the batch holding target; batch headers are scanned from there.
+//
+// # Time index (.timeindex)
+//
+// Sparse, 12-byte big-endian entries, written together with offset index
+// entries and once more when the segment is rolled:
+//
+//	 0                        8            12
+//	+------------------------+------------+
+//	|  maxTimestamp          | relOffset  |
+//	|  int64 (ms)            |  uint32    |
+//	+------------------------+------------+
+//
+// An entry (ts, rel) says: the largest batch maxTimestamp among the batches
+// up to the indexed one is ts, and rel is the first batch that reached it.
+// An entry is added only when ts grew, so
+// INVARIANT: ts strictly increases and relOffset never decreases.
+// The last entry of a rolled segment is its max timestamp (used by
+// retention.ms and MAX_TIMESTAMP without reading the segment).
+//
+// # Offset checkpoints (recovery-point, log-start-offset, clean-shutdown)
+//
+// 17 bytes, replaced atomically (write *.tmp, fsync, rename, fsync dir):
+//
+//	 0      4    5                  13          17
+//	+------+----+------------------+-----------+
+//	|"VLCK"| 1  |  offset int64    | CRC32C of |
+//	|magic |ver |                  | bytes 0-12|
+//	+------+----+------------------+-----------+
+//
+// recovery-point: every batch and index entry below offset is fsynced;
+// crash recovery starts at the segment holding it. log-start-offset: the
+// first readable offset after DeleteRecords or retention; the effective
+// start is max(checkpoint, first segment base). clean-shutdown: written last
+// by Close with the log end offset; Open trusts the files if it is present
+// and removes it before accepting writes.
+//
+// # Producer snapshot (.snapshot)
+//
+// The idempotence state after every batch below offset. Big-endian:
+//
+//	 0      4    5          9           13
+//	+------+----+----------+-----------+------- - -
+//	|"VLPS"| 1  | CRC32C of| producer  | entries, ascending producerID
+//	|magic |ver | bytes 9..| count u32 |
+//	+------+----+----------+-----------+------- - -
+//	entry:  producerID int64 | epoch int16 | n uint8 (<= 5) | n x batch
+//	batch:  firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64
+//
+// Written at every roll (not fsynced: the CRC rejects a torn one and an
+// older snapshot or the log headers take over) and at Close (fsynced). The
+// three newest are kept; snapshots above the log end are deleted.
+//
+// # Recovery
+//
+// With the clean-shutdown marker, Open reads only the active segment's
+// index and the batch headers after its last entry. Without it, every batch
+// from the start of the segment holding the recovery point onward is
+// checked (header, offsets, CRC32C); the first bad or torn batch truncates
+// its segment and deletes all later ones; scanned segments get fresh
+// indexes; the result is fsynced and the recovery point advanced. Producer
+// state is the newest snapshot at or below the log end plus the batch
+// headers after it. Segments below the recovery point are trusted; their
+// indexes load on first use and are rebuilt from batch headers if they fail
+// the invariants above.
+//
+// # Timestamps
+//
+// OffsetForTime and MaxTimestamp follow Kafka's ListOffsets: segment max
+// timestamps and the time index find the first candidate batch from batch
+// headers; only that one batch is decoded (record.Records) to return the
+// exact record offset and timestamp.
+//
+// # Durability
+//
+// Append writes to the page cache. flush.messages=N fsyncs the segment data
+// once N records are unsynced (N=1: before Append returns). Maintain
+// flushes everything and advances the recovery point when flush.ms has
+// passed, after a roll (as Kafka does, so a crash rescans at most the active
+// segment) and periodically after data-only fsyncs.
+//
+// # Concurrency
+//
+// One Append at a time; Reads run in parallel and do their I/O without any
+// lock the appender needs. Append writes past the published segment size,
+// then publishes the new size and index entries and the log end offset, so
+// a reader sees only whole batches. Files are reference counted: a Slice
+// keeps its descriptor (and so the bytes of a deleted file) until Close.
+// Inactive segments open on demand and Maintain closes those idle for a few
+// seconds with no live Slice.
+package log

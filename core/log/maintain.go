@@ -1,0 +1,249 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// Flush fsyncs every appended batch and index entry, then advances the
+// recovery point checkpoint to the log end offset: a crash recovery scans
+// only from the segment holding it.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.RLock()
+	end, appended, dirGen := l.end, l.appended, l.dirGen
+	i, _ := l.segmentForLocked(l.recoveryPoint)
+	segs := l.segs[i:]
+	l.mu.RUnlock()
+	for _, s := range segs {
+		if err := s.persistIndex(true); err != nil {
+			return err
+		}
+		if err := syncSegment(s); err != nil {
+			return err
+		}
+	}
+	if err := l.syncDirIfNeeded(dirGen); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(end), true); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.recoveryPoint = max(l.recoveryPoint, end)
+	l.lastCheckpoint = time.Now()
+	l.markSyncedLocked(end, appended)
+	l.mu.Unlock()
+	return nil
+}
+
+// syncData fsyncs the log data appended since the last sync, without
+// indexes or checkpoints: the flush.messages path.
+func (l *Log) syncData() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.RLock()
+	end, appended, dirGen := l.end, l.appended, l.dirGen
+	i, _ := l.segmentForLocked(l.syncedOffset)
+	segs := l.segs[i:]
+	l.mu.RUnlock()
+	for _, s := range segs {
+		if err := syncSegment(s); err != nil {
+			return err
+		}
+	}
+	if err := l.syncDirIfNeeded(dirGen); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.markSyncedLocked(end, appended)
+	l.mu.Unlock()
+	return nil
+}
+
+// REQUIRES: l.mu.
+func (l *Log) markSyncedLocked(end, appended int64) {
+	l.syncedOffset = max(l.syncedOffset, end)
+	l.synced = max(l.synced, appended)
+	if l.synced >= l.appended {
+		l.unflushedSince = 0
+	}
+}
+
+// REQUIRES: l.flushMu.
+func (l *Log) syncDirIfNeeded(gen int64) error {
+	l.mu.RLock()
+	synced := l.dirSyncedGen
+	l.mu.RUnlock()
+	if synced >= gen {
+		return nil
+	}
+	if err := syncDir(l.dir); err != nil {
+		return fmt.Errorf("log: sync dir: %w", err)
+	}
+	l.mu.Lock()
+	l.dirSyncedGen = max(l.dirSyncedGen, gen)
+	l.mu.Unlock()
+	return nil
+}
+
+// syncSegment fsyncs a segment's .log file; a deleted segment is skipped.
+func syncSegment(s *segment) error {
+	sf, err := s.acquire()
+	if errors.Is(err, errSegmentGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer sf.release()
+	if err := fsync(sf.f); err != nil {
+		return fmt.Errorf("log: sync segment %d: %w", s.base, err)
+	}
+	return nil
+}
+
+// Maintain does the periodic work of the log; the owner calls it about
+// once a second. It rolls on segment.ms, flushes on flush.ms (and after a
+// roll, as Kafka does, so recovery stays bounded by the active segment),
+// applies retention, and closes the files of inactive segments idle for a
+// few seconds.
+func (l *Log) Maintain(now time.Time) error {
+	if err := l.checkOpen(); err != nil {
+		return err
+	}
+	cfg := l.config()
+	nowMs := now.UnixMilli()
+	var errs []error
+	act := l.active()
+	act.mu.Lock()
+	size, firstTs := act.meta.size, act.meta.firstTs
+	act.mu.Unlock()
+	if cfg.SegmentMs > 0 && size > 0 && firstTs >= 0 && nowMs-firstTs > cfg.SegmentMs {
+		errs = append(errs, l.Roll())
+	}
+	l.mu.RLock()
+	needFlush := (cfg.FlushMs > 0 && l.unflushedSince > 0 && nowMs-l.unflushedSince >= cfg.FlushMs) ||
+		l.recoveryPoint < l.segs[len(l.segs)-1].base ||
+		(l.recoveryPoint < l.syncedOffset && now.Sub(l.lastCheckpoint) >= checkpointInterval)
+	l.mu.RUnlock()
+	if needFlush {
+		errs = append(errs, l.Flush())
+	}
+	_, err := l.ApplyRetention(now)
+	errs = append(errs, err)
+	l.mu.RLock()
+	segs := l.segs
+	l.mu.RUnlock()
+	idleBefore := now.Add(-idleClose).UnixNano()
+	for _, s := range segs {
+		errs = append(errs, s.closeIfIdle(idleBefore))
+	}
+	return errors.Join(errs...)
+}
+
+// ApplyRetention deletes the oldest segments whose max timestamp is older
+// than retention.ms, those beyond retention.bytes, and those wholly below
+// the log start offset. The active segment is never deleted. The log start
+// offset moves to the first remaining segment if that is later.
+func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
+	l.adminMu.Lock()
+	defer l.adminMu.Unlock()
+	if err := l.checkOpen(); err != nil {
+		return 0, err
+	}
+	l.mu.RLock()
+	cfg, segs, start := l.cfg, l.segs, l.start
+	l.mu.RUnlock()
+	var total int64
+	for _, s := range segs {
+		sz, _, _ := s.stats()
+		total += sz
+	}
+	diff := total - cfg.RetentionBytes
+	k := 0
+	for ; k < len(segs)-1; k++ {
+		sz, maxTs, _ := segs[k].stats()
+		if maxTs < 0 {
+			maxTs = modTimeMs(segs[k].logPath())
+		}
+		byTime := cfg.RetentionMs >= 0 && now.UnixMilli()-maxTs > cfg.RetentionMs
+		bySize := cfg.RetentionBytes >= 0 && diff-sz >= 0
+		byStart := segs[k+1].base <= start
+		if !byTime && !bySize && !byStart {
+			break
+		}
+		diff -= sz
+	}
+	return k, l.deleteFront(k)
+}
+
+func modTimeMs(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.ModTime().UnixMilli()
+}
+
+// deleteFront removes the first k segments and moves the log start offset
+// to the first remaining segment if that is later.
+// REQUIRES: l.adminMu.
+func (l *Log) deleteFront(k int) error {
+	if k == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	victims := l.segs[:k]
+	l.segs = slices.Clone(l.segs[k:])
+	moved := l.segs[0].base > l.start
+	l.start = max(l.start, l.segs[0].base)
+	start := l.start
+	l.dirGen++
+	l.mu.Unlock()
+	var errs []error
+	if moved {
+		// Not fsynced: a lost checkpoint is re-derived from the first segment.
+		errs = append(errs, writeFileAtomic(l.dir, logStartFile, encodeOffsetCheckpoint(start), false))
+	}
+	for _, s := range victims {
+		l.config().Logger.Info("log: deleting segment", "dir", l.dir, "segment", s.base)
+		errs = append(errs, s.remove())
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteRecordsBefore moves the log start offset to offset (persisted
+// before returning) and deletes the segments wholly below it. offset must
+// not exceed the log end offset. It returns the new log start offset.
+func (l *Log) DeleteRecordsBefore(offset int64) (newStart int64, err error) {
+	l.adminMu.Lock()
+	defer l.adminMu.Unlock()
+	l.mu.RLock()
+	closed, start, end, segs := l.closed, l.start, l.end, l.segs
+	l.mu.RUnlock()
+	if closed {
+		return 0, ErrClosed
+	}
+	if offset < 0 || offset > end {
+		return start, fmt.Errorf("%w: delete before %d, log end %d", ErrOffsetOutOfRange, offset, end)
+	}
+	if offset <= start {
+		return start, nil
+	}
+	if err := writeFileAtomic(l.dir, logStartFile, encodeOffsetCheckpoint(offset), true); err != nil {
+		return start, err
+	}
+	l.mu.Lock()
+	l.start = max(l.start, offset)
+	l.mu.Unlock()
+	k := 0
+	for k < len(segs)-1 && segs[k+1].base <= offset {
+		k++
+	}
+	return offset, l.deleteFront(k)
+}

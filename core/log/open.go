@@ -1,0 +1,421 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vltava/vltava/core/record"
+)
+
+// Open opens the partition log in dir, creating the directory if missing.
+// After a clean Close it trusts the files; otherwise it validates every
+// batch from the segment holding the recovery point on, truncates at the
+// first torn or corrupt batch and rebuilds the indexes it scanned.
+func Open(dir string, cfg Config) (*Log, error) {
+	cfg = cfg.normalized()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	l := &Log{dir: dir, cfg: cfg, changed: make(chan struct{}), producers: producerState{}}
+	recovered, err := l.load()
+	if err != nil {
+		for _, s := range l.segs {
+			s.closeFile()
+		}
+		return nil, err
+	}
+	if err := l.loadProducers(); err != nil {
+		l.closeAll()
+		return nil, err
+	}
+	if recovered {
+		// Make what the scan accepted durable so the next crash starts here.
+		if err := l.Flush(); err != nil {
+			l.closeAll()
+			return nil, err
+		}
+	}
+	l.lastCheckpoint = time.Now()
+	return l, nil
+}
+
+func (l *Log) closeAll() {
+	for _, s := range l.segs {
+		s.closeFile()
+	}
+}
+
+// load reads the directory and sets segments, offsets and the recovery
+// point. It reports whether batches were scanned for crash recovery.
+func (l *Log) load() (recovered bool, err error) {
+	bases, err := l.listSegments()
+	if err != nil {
+		return false, err
+	}
+	lg := l.cfg.Logger
+	startCk, err := readOffsetCheckpoint(l.dir, logStartFile)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			lg.Warn("log: ignoring log start checkpoint", "dir", l.dir, "err", err)
+		}
+		startCk = 0
+	}
+	rp, err := readOffsetCheckpoint(l.dir, recoveryPointFile)
+	if err != nil {
+		rp = 0
+	}
+	_, cerr := readOffsetCheckpoint(l.dir, cleanShutdownFile)
+	clean := cerr == nil
+	if !errors.Is(cerr, os.ErrNotExist) {
+		// The marker only describes the shutdown before this open.
+		if err := os.Remove(filepath.Join(l.dir, cleanShutdownFile)); err != nil {
+			return false, fmt.Errorf("log: %w", err)
+		}
+		if err := syncDir(l.dir); err != nil {
+			return false, fmt.Errorf("log: %w", err)
+		}
+	}
+	if len(bases) == 0 {
+		return false, l.startEmpty(startCk)
+	}
+	for _, b := range bases {
+		l.segs = append(l.segs, newSegment(l.dir, b))
+	}
+	scanFrom := len(l.segs) - 1
+	if !clean {
+		scanFrom, _ = l.segmentForLocked(rp)
+	}
+	for i := range scanFrom {
+		if err := l.loadTrusted(l.segs[i]); err != nil {
+			return false, err
+		}
+	}
+	if clean {
+		err = l.loadActiveTail(l.segs[scanFrom])
+		if errors.Is(err, record.ErrCorrupt) || errors.Is(err, record.ErrShort) {
+			lg.Warn("log: clean shutdown marker but damaged tail, recovering", "dir", l.dir, "err", err)
+			clean, err = false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	if !clean {
+		if err := l.recoverFrom(scanFrom); err != nil {
+			return false, err
+		}
+	}
+	return !clean, l.finishLoad(startCk, rp, clean)
+}
+
+// listSegments returns the base offsets of the .log files in the directory
+// and removes leftovers: temporary files and index files without a log.
+func (l *Log) listSegments() ([]int64, error) {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	for _, e := range ents {
+		if b, ok := parseSegName(e.Name(), logSuffix); ok {
+			bases = append(bases, b)
+			logs[b] = true
+		}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		b1, ok1 := parseSegName(name, indexSuffix)
+		b2, ok2 := parseSegName(name, timeSuffix)
+		if strings.HasSuffix(name, tmpSuffix) || (ok1 && !logs[b1]) || (ok2 && !logs[b2]) {
+			os.Remove(filepath.Join(l.dir, name))
+		}
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+// startEmpty creates the first segment of a log with no segment files.
+func (l *Log) startEmpty(start int64) error {
+	s, err := createSegment(l.dir, start, int64(l.cfg.IndexIntervalBytes))
+	if err != nil {
+		return err
+	}
+	l.segs = []*segment{s}
+	l.start, l.end, l.recoveryPoint, l.syncedOffset = start, start, start, start
+	l.dirGen++
+	return nil
+}
+
+// loadTrusted prepares an inactive segment below the recovery point: its
+// size from the file system and its max timestamp from the last time index
+// entry. Indexes load lazily on first read.
+func (l *Log) loadTrusted(s *segment) error {
+	fi, err := os.Stat(s.logPath())
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	s.meta = newSegMeta(s.base, int64(l.cfg.IndexIntervalBytes))
+	s.meta.size = fi.Size()
+	if e, ok := lastTimeEntry(s.timePath()); ok || s.meta.size == 0 {
+		if ok {
+			s.meta.maxTs, s.meta.maxTsOff = e.ts, s.base+int64(e.rel)
+		}
+		return nil
+	}
+	// No usable time index: rebuild both indexes from the headers.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return err
+	}
+	defer func() { s.file.release(); s.file = nil }()
+	m, err := scanHeaders(s.file.f, s.meta.size, s.base, s.meta.interval)
+	if err != nil {
+		return fmt.Errorf("log: segment %d below recovery point: %w", s.base, err)
+	}
+	m.maybeAddTime()
+	s.meta = m
+	s.meta.index, s.meta.tindex = nil, nil
+	return writeIndexFiles(s, m)
+}
+
+// lastTimeEntry reads the final entry of a .timeindex file.
+func lastTimeEntry(path string) (timeEntry, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return timeEntry{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 || fi.Size()%timeEntrySize != 0 {
+		return timeEntry{}, false
+	}
+	var b [timeEntrySize]byte
+	if _, err := f.ReadAt(b[:], fi.Size()-timeEntrySize); err != nil {
+		return timeEntry{}, false
+	}
+	es, err := decodeTimeIndex(b[:])
+	if err != nil {
+		return timeEntry{}, false
+	}
+	return es[0], true
+}
+
+// loadActiveTail loads the last segment after a clean shutdown: indexes
+// from their files, then batch headers from the last indexed position to
+// the end of the file to restore the running state. A damaged header is
+// returned as corruption so the caller falls back to a full scan.
+func (l *Log) loadActiveTail(s *segment) error {
+	s.active = true
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return err
+	}
+	fi, err := s.file.f.Stat()
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	interval := int64(l.cfg.IndexIntervalBytes)
+	ib, _ := os.ReadFile(s.indexPath())
+	tb, _ := os.ReadFile(s.timePath())
+	idx, err1 := decodeOffsetIndex(ib, fi.Size())
+	tidx, err2 := decodeTimeIndex(tb)
+	m := newSegMeta(s.base, interval)
+	pos := int64(0)
+	if err1 == nil && err2 == nil && len(idx) > 0 {
+		last := idx[len(idx)-1]
+		m.index = slices.Clone(idx[:len(idx)-1])
+		for _, e := range tidx {
+			if e.rel <= last.rel {
+				m.tindex = append(m.tindex, e)
+				m.maxTs, m.maxTsOff = e.ts, s.base+int64(e.rel)
+			}
+		}
+		first, err := headerAt(s.file.f, 0)
+		if err != nil {
+			return fmt.Errorf("log: segment %d: %w", s.base, err)
+		}
+		pos, m.size, m.since, m.firstTs = int64(last.pos), int64(last.pos), interval+1, first.MaxTimestamp
+	}
+	sc := newHeaderScanner(s.file.f, pos, fi.Size())
+	for {
+		h, p, err := sc.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("log: segment %d: %w", s.base, err)
+		}
+		m.add(h, p)
+	}
+	s.meta, s.loaded = m, true
+	s.idxOnDisk, s.tOnDisk = 0, 0 // rewritten on the next flush
+	return nil
+}
+
+// recoverFrom validates segments from index i on. At the first bad batch
+// it truncates that segment and deletes every later one.
+func (l *Log) recoverFrom(i int) error {
+	lg := l.cfg.Logger
+	interval := int64(l.cfg.IndexIntervalBytes)
+	minBase := int64(0)
+	if i > 0 {
+		minBase = l.segs[i].base
+	}
+	for ; i < len(l.segs); i++ {
+		s := l.segs[i]
+		limit := int64(math.MaxInt64)
+		if i+1 < len(l.segs) {
+			limit = l.segs[i+1].base
+		}
+		last := i == len(l.segs)-1
+		m, bad, err := l.validateFile(s, interval, scanLimits{minBase: minBase, limit: limit})
+		if err != nil {
+			return err
+		}
+		lg.Info("log: recovered segment", "dir", l.dir, "segment", s.base, "bytes", m.size, "next", m.next)
+		if bad != nil {
+			lg.Warn("log: truncating at bad batch", "dir", l.dir, "segment", s.base, "position", m.size, "err", bad)
+			if err := os.Truncate(s.logPath(), m.size); err != nil {
+				return fmt.Errorf("log: truncate segment %d: %w", s.base, err)
+			}
+			for _, later := range l.segs[i+1:] {
+				lg.Warn("log: deleting segment after bad batch", "dir", l.dir, "segment", later.base)
+				if err := later.remove(); err != nil {
+					return fmt.Errorf("log: %w", err)
+				}
+			}
+			l.segs = l.segs[:i+1]
+			l.dirGen++
+			last = true
+		}
+		if !last {
+			m.maybeAddTime()
+		}
+		s.meta, s.loaded, s.active = m, true, last
+		if err := writeIndexFiles(s, m); err != nil {
+			return err
+		}
+		s.idxOnDisk, s.tOnDisk, s.idxDirty = len(m.index), len(m.tindex), true
+		minBase = m.next
+		if last {
+			break
+		}
+		// Scanned inactive segments keep their fresh indexes in memory
+		// but not their descriptors.
+		s.closeFile()
+	}
+	return nil
+}
+
+// validateFile runs validateSegment over s's file.
+func (l *Log) validateFile(s *segment, interval int64, lim scanLimits) (segMeta, error, error) {
+	f, err := os.Open(s.logPath())
+	if err != nil {
+		return segMeta{}, nil, fmt.Errorf("log: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return segMeta{}, nil, fmt.Errorf("log: %w", err)
+	}
+	return validateSegment(f, fi.Size(), s.base, interval, lim)
+}
+
+// finishLoad settles offsets once the segments are known.
+func (l *Log) finishLoad(startCk, rp int64, clean bool) error {
+	act := l.segs[len(l.segs)-1]
+	act.active = true
+	act.mu.Lock()
+	err := act.openLocked()
+	end := act.meta.next
+	act.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	start := max(startCk, l.segs[0].base)
+	if start > end {
+		// The log lost data below its persisted start (a crash after
+		// DeleteRecords): offsets must not be reused, so restart empty.
+		l.cfg.Logger.Warn("log: data ends below log start offset, starting empty", "dir", l.dir, "start", start, "end", end)
+		for _, s := range l.segs {
+			if err := s.remove(); err != nil {
+				return fmt.Errorf("log: %w", err)
+			}
+		}
+		return l.startEmpty(start)
+	}
+	l.start, l.end = start, end
+	if clean {
+		rp = end
+	}
+	l.recoveryPoint = min(rp, end)
+	l.syncedOffset = l.recoveryPoint
+	return nil
+}
+
+// loadProducers restores producer state: the newest snapshot at or below
+// the log end, then the batch headers after it.
+func (l *Log) loadProducers() error {
+	if err := removeSnapshotsAbove(l.dir, l.end); err != nil {
+		return err
+	}
+	ps, from, err := loadLatestSnapshot(l.dir, l.end)
+	if err != nil {
+		return err
+	}
+	if from < 0 {
+		from = 0
+	}
+	err = l.forEachHeader(from, func(h record.Header) { ps.apply(h) })
+	if err != nil {
+		return err
+	}
+	l.producers = ps
+	return nil
+}
+
+// forEachHeader calls fn for every batch whose last offset is >= from, in
+// offset order, reading headers only.
+func (l *Log) forEachHeader(from int64, fn func(record.Header)) error {
+	l.mu.RLock()
+	first, _ := l.segmentForLocked(from)
+	segs := l.segs[first:]
+	l.mu.RUnlock()
+	interval := int64(l.config().IndexIntervalBytes)
+	for _, s := range segs {
+		rel := uint32(0)
+		if from > s.base {
+			rel = uint32(min(from-s.base, math.MaxUint32))
+		}
+		sf, pos, size, err := s.view(rel, interval)
+		if err != nil {
+			return err
+		}
+		sc := newHeaderScanner(sf.f, pos, size)
+		for {
+			h, _, err := sc.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				sf.release()
+				return fmt.Errorf("log: segment %d: %w", s.base, err)
+			}
+			if h.LastOffset() >= from {
+				fn(h)
+			}
+		}
+		sf.release()
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/plugins/sdk"
+)
+
+// minHeaderBytes is the size of the smallest request header (v0: api key,
+// api version, correlation id).
+const minHeaderBytes = 8
+
+// apiVersionsKey is the API key of ApiVersions, whose newer-than-known
+// versions are delivered with a nil Body and whose response header is
+// always v0.
+const apiVersionsKey = 18
+
+// ErrMalformed marks a request that cannot be decoded: unknown API key,
+// unknown version, bad header or body. Test with errors.Is.
+var ErrMalformed = errors.New("wire: malformed request")
+
+// Request is one decoded request.
+type Request struct {
+	Key, Version  int16
+	CorrelationID int32
+	ClientID      string
+	// Body is the decoded body with its version set. It is nil only for an
+	// ApiVersions request whose version is newer than kmsg knows.
+	Body kmsg.Request
+	// Conn describes the connection the request arrived on. It is shared by
+	// all requests of the connection.
+	Conn *ConnInfo
+}
+
+// ConnInfo describes a client connection.
+type ConnInfo struct {
+	ID        uint64 // unique per Server, starting at 1
+	Remote    net.Addr
+	Local     net.Addr
+	Listener  string        // Config.Listener
+	Principal sdk.Principal // sdk.Anonymous until authentication exists
+}
+
+// DecodeRequest decodes one request payload: the bytes of a frame after its
+// 4-byte size. The returned Request has no Conn. Errors wrap ErrMalformed.
+// The Body may alias payload.
+func DecodeRequest(payload []byte) (*Request, error) {
+	if len(payload) < minHeaderBytes {
+		return nil, fmt.Errorf("%w: %d bytes is shorter than a request header", ErrMalformed, len(payload))
+	}
+	b := kbin.Reader{Src: payload}
+	req := &Request{Key: b.Int16(), Version: b.Int16(), CorrelationID: b.Int32()}
+	body := kmsg.RequestForKey(req.Key)
+	if body == nil {
+		return req, fmt.Errorf("%w: unknown api key %d", ErrMalformed, req.Key)
+	}
+	if req.Version < 0 || req.Version > body.MaxVersion() {
+		if req.Key == apiVersionsKey && req.Version > body.MaxVersion() {
+			// KIP-511: read the client id, ignore the rest; the broker
+			// answers UNSUPPORTED_VERSION in a v0 response.
+			req.ClientID = readClientID(&b)
+			if err := b.Complete(); err != nil {
+				return req, fmt.Errorf("%w: api versions v%d header: %v", ErrMalformed, req.Version, err)
+			}
+			return req, nil
+		}
+		return req, fmt.Errorf("%w: api key %d version %d not supported (max %d)",
+			ErrMalformed, req.Key, req.Version, body.MaxVersion())
+	}
+	body.SetVersion(req.Version)
+	if headerVersion(req.Key, req.Version, body.IsFlexible()) >= 1 {
+		req.ClientID = readClientID(&b)
+	}
+	if body.IsFlexible() {
+		skipTags(&b)
+	}
+	if err := b.Complete(); err != nil {
+		return req, fmt.Errorf("%w: header: %v", ErrMalformed, err)
+	}
+	if err := body.ReadFrom(b.Src); err != nil {
+		return req, fmt.Errorf("%w: body: %v", ErrMalformed, err)
+	}
+	req.Body = body
+	return req, nil
+}
+
+// headerVersion returns the request header version of an API key and
+// version: 0 for ControlledShutdown v0, 2 for flexible versions, else 1.
+func headerVersion(key, version int16, flexible bool) int {
+	switch {
+	case key == 7 && version == 0:
+		return 0
+	case flexible:
+		return 2
+	default:
+		return 1
+	}
+}
+
+// readClientID reads the nullable (int16-length) client id; null reads as "".
+func readClientID(b *kbin.Reader) string {
+	if s := b.NullableString(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// skipTags skips a tagged-field section (KIP-482).
+func skipTags(b *kbin.Reader) {
+	n := b.Uvarint()
+	for i := uint32(0); i < n && b.Ok(); i++ {
+		b.Uvarint() // tag
+		size := b.Uvarint()
+		if int64(size) > int64(len(b.Src)) {
+			b.Span(-1) // marks the reader bad
+			return
+		}
+		b.Span(int(size))
+	}
+}

@@ -1,0 +1,30 @@
+// Package acceptance holds the acceptance tests of the single-node broker.
+// It has no library code: every test builds ./daemon once (through
+// daemontest), starts real vltavad processes on loopback ports with
+// temporary data directories, and talks to them with real clients —
+// franz-go (kgo, kadm), sarama, the kcat binary and raw TCP sockets.
+//
+// The tests cover:
+//
+//   - clients_test.go: each client produces records of mixed sizes with
+//     every codec (none, gzip, snappy, lz4, zstd) and reads back exactly
+//     what it and the other clients wrote: offsets, keys, values, headers
+//     and timestamps.
+//   - crash_test.go: kill -9 while an acks=all producer writes to a
+//     flush.messages=1 topic; every acknowledged record survives restart
+//     at its offset, and timestamp and offset lookups still answer as
+//     Kafka defines.
+//   - torn_test.go: a torn, padded or bit-flipped tail of the last segment
+//     after kill -9 is cut back to an intact prefix, and appends continue
+//     right after it.
+//   - retention_test.go: segments roll at log.segment.bytes, retention
+//     deletes the oldest whole segments, and ListOffsets answers from the
+//     segments that remain.
+//   - badinput_test.go: oversized frames, garbage requests and a produce
+//     with a bad CRC get a clean close or a Kafka error code and a log
+//     line, and the daemon keeps serving.
+//
+// kcat is optional: without it (Debian package "kcat") its parts skip and
+// say so. Under -short the record counts shrink (100,000 records per
+// client become 10,000).
+package acceptance

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/vltava/vltava/core/config"
+	"go.yaml.in/yaml/v3"
+)
+
+// serveFlags are the flags of the default (serve) command. Flags that map to
+// broker configs are applied only when given, so the precedence is
+// defaults < config file < flags.
+type serveFlags struct {
+	fs         *flag.FlagSet
+	configFile string
+	listen     string
+	advertised string
+	dataDir    string
+	nodeID     int
+	logLevel   string
+	cpuProfile string
+}
+
+func newServeFlags(stderr io.Writer) *serveFlags {
+	f := &serveFlags{fs: flag.NewFlagSet("vltavad", flag.ContinueOnError)}
+	fs := f.fs
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.configFile, "config", "", "config `FILE`: YAML with Kafka broker config keys, or a Kafka .properties file")
+	fs.StringVar(&f.listen, "listen", "", "listen on `HOST:PORT` (listeners; default 127.0.0.1:9092)")
+	fs.StringVar(&f.advertised, "advertised", "", "tell clients to connect to `HOST:PORT` (advertised.listeners)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "data `DIR` (log.dirs; default ./data)")
+	fs.IntVar(&f.nodeID, "node-id", 0, "this broker's node `ID` (node.id; default 1)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile from start to shutdown to `FILE` (for benchmarks)")
+	return f
+}
+
+// parse parses the command line.
+func (f *serveFlags) parse(args []string) error {
+	if err := f.fs.Parse(args); err != nil {
+		return err
+	}
+	if f.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", f.fs.Arg(0))
+	}
+	return nil
+}
+
+// load builds the broker config from the parsed flags: defaults, then the
+// config file, then the flags that were given.
+func (f *serveFlags) load() (config.Broker, error) {
+	cfg := config.DefaultBroker()
+	if f.configFile != "" {
+		if err := decodeFile(f.configFile, &cfg); err != nil {
+			return config.Broker{}, err
+		}
+	}
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "listen":
+			cfg.Listeners = f.listen
+		case "advertised":
+			cfg.AdvertisedListeners = f.advertised
+		case "data-dir":
+			cfg.LogDirs = f.dataDir
+		case "node-id":
+			cfg.NodeID = int32(f.nodeID)
+		}
+	})
+	if f.nodeID < 0 || int64(f.nodeID) > 1<<31-1 {
+		return config.Broker{}, fmt.Errorf("--node-id %d: out of range", f.nodeID)
+	}
+	if err := cfg.Validate(); err != nil {
+		return config.Broker{}, err
+	}
+	return cfg, nil
+}
+
+// level parses --log-level.
+func (f *serveFlags) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	return l, nil
+}
+
+// decodeFile reads a config file over cfg. A name ending in .properties is
+// read as Kafka's key=value format, anything else as YAML.
+func decodeFile(path string, cfg *config.Broker) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var m map[string]any
+	if strings.HasSuffix(path, ".properties") {
+		m, err = parseProperties(data)
+	} else {
+		m, err = parseYAML(data)
+	}
+	if err == nil {
+		err = decodeMap(m, cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return nil
+}
+
+// parseYAML reads a YAML mapping. Nested mappings are flattened with dots,
+// so "log: {segment.bytes: 1024}" means "log.segment.bytes: 1024".
+func parseYAML(data []byte) (map[string]any, error) {
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	var flatten func(prefix string, m map[string]any)
+	flatten = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				flatten(prefix+k+".", sub)
+				continue
+			}
+			out[prefix+k] = v
+		}
+	}
+	flatten("", raw)
+	return out, nil
+}
+
+// parseProperties reads Java .properties text: "key=value", "key: value" or
+// "key value" lines, # and ! comments, and a trailing backslash continuing
+// a line. Unicode escapes are not interpreted.
+func parseProperties(data []byte) (map[string]any, error) {
+	out := map[string]any{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	var pending string
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		line := pending + strings.TrimLeft(sc.Text(), " \t\f")
+		pending = ""
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		if strings.HasSuffix(line, `\`) && !strings.HasSuffix(line, `\\`) {
+			pending = strings.TrimSuffix(line, `\`)
+			continue
+		}
+		i := strings.IndexAny(line, "=: \t")
+		if i <= 0 {
+			if i < 0 {
+				out[line] = ""
+				continue
+			}
+			return nil, fmt.Errorf("line %d: no key before %q", lineNo, line[i])
+		}
+		key := line[:i]
+		val := strings.TrimLeft(line[i:], " \t")
+		if val != "" && (val[0] == '=' || val[0] == ':') {
+			val = val[1:]
+		}
+		out[key] = strings.TrimSpace(val)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if pending != "" {
+		return nil, errors.New("last line ends with a continuation backslash")
+	}
+	return out, nil
+}
+
+// decodeMap decodes flat Kafka config keys into cfg. Unknown keys are an
+// error that lists them; numbers and booleans may be strings.
+func decodeMap(m map[string]any, cfg *config.Broker) error {
+	if unknown := unknownKeys(m); len(unknown) > 0 {
+		return fmt.Errorf("unknown config key(s): %s", strings.Join(unknown, ", "))
+	}
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:           cfg,
+		WeaklyTypedInput: true,
+		ErrorUnused:      true,
+		TagName:          "mapstructure",
+		DecodeHook:       checkInteger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := dec.Decode(m); err != nil {
+		return describeDecodeError(err, m)
+	}
+	return nil
+}
+
+// checkInteger is a decode hook that parses values headed for integer
+// fields itself, so that an overflow (node.id: 4294967297) is an error
+// rather than a silent truncation.
+func checkInteger(from, to reflect.Value) (any, error) {
+	switch to.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+	default:
+		return from.Interface(), nil
+	}
+	var n int64
+	switch from.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n = from.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if from.Uint() > math.MaxInt64 {
+			return nil, errors.New("out of range")
+		}
+		n = int64(from.Uint())
+	case reflect.Float32, reflect.Float64:
+		f := from.Float()
+		if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			return nil, errors.New("not an integer in range")
+		}
+		n = int64(f)
+	case reflect.String:
+		var err error
+		if n, err = strconv.ParseInt(strings.TrimSpace(from.String()), 10, 64); err != nil {
+			return nil, errors.New("not an integer")
+		}
+	default:
+		return from.Interface(), nil
+	}
+	if to.OverflowInt(n) {
+		return nil, fmt.Errorf("out of range for a %d-bit integer", to.Type().Bits())
+	}
+	return n, nil
+}
+
+// describeDecodeError rewrites mapstructure's errors to name each bad key
+// with the value it was given.
+func describeDecodeError(err error, m map[string]any) error {
+	var msgs []string
+	var walk func(error)
+	walk = func(e error) {
+		var de *mapstructure.DecodeError
+		if errors.As(e, &de) && !isJoin(e) {
+			inner := de.Unwrap()
+			var pe *mapstructure.ParseError
+			if errors.As(inner, &pe) {
+				inner = fmt.Errorf("not a %s", pe.Expected.Type())
+			}
+			msgs = append(msgs, fmt.Sprintf("%s: bad value %v: %v", de.Name(), fmtValue(m[de.Name()]), inner))
+			return
+		}
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, c := range j.Unwrap() {
+				walk(c)
+			}
+			return
+		}
+		if u := errors.Unwrap(e); u != nil {
+			walk(u)
+			return
+		}
+		msgs = append(msgs, e.Error())
+	}
+	walk(err)
+	sort.Strings(msgs)
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+func isJoin(e error) bool {
+	_, ok := e.(interface{ Unwrap() []error })
+	return ok
+}
+
+func fmtValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
+}
+
+// unknownKeys lists the keys of m that config.Broker does not have, sorted.
+// (mapstructure's ErrorUnused reports them too, but only after a type error
+// elsewhere and with less context.)
+func unknownKeys(m map[string]any) []string {
+	known := map[string]bool{}
+	for _, v := range config.BrokerValues(config.Broker{}) {
+		known[v.Name] = true
+	}
+	var unknown []string
+	for k := range m {
+		if !known[k] {
+			unknown = append(unknown, fmt.Sprintf("%q", k))
+		}
+	}
+	sort.Strings(unknown)
+	return unknown
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/vltava/vltava/core/broker"
+)
+
+// serveMain runs a broker until a signal and returns the exit code.
+func serveMain(args []string, stdout, stderr io.Writer) int {
+	f, code, ok := loadFlags(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	level, err := f.level()
+	if err != nil {
+		fmt.Fprintln(stderr, "vltavad:", err)
+		return 2
+	}
+	cfg, err := f.load()
+	if err != nil {
+		fmt.Fprintln(stderr, "vltavad:", err)
+		return 1
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "vltavad:", err)
+			return 1
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				logger.Error("writing CPU profile", "err", err)
+			}
+		}()
+	}
+
+	// Subscribe before starting so a signal during startup is not lost.
+	sigCh := make(chan os.Signal, 2)
+	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigCh)
+
+	b, err := broker.New(cfg, broker.Options{Logger: logger})
+	if err != nil {
+		logger.Error("invalid configuration", "err", err)
+		return 1
+	}
+	if err := b.Start(); err != nil {
+		logger.Error("broker failed to start", "err", err)
+		return 1
+	}
+	select {
+	case <-b.Ready():
+		fmt.Fprintf(stdout, "vltavad ready: listening on %s, data in %s, node %d\n", b.Addr(), cfg.LogDirs, cfg.NodeID)
+	case sig := <-sigCh:
+		logger.Info("signal during startup, shutting down", "signal", sig.String())
+		return closeBroker(b, sigCh, logger)
+	}
+	sig := <-sigCh
+	logger.Info("shutting down", "signal", sig.String())
+	return closeBroker(b, sigCh, logger)
+}
+
+// closeBroker shuts the broker down cleanly; another signal meanwhile exits
+// at once.
+func closeBroker(b *broker.Broker, sigCh <-chan os.Signal, logger *slog.Logger) int {
+	done := make(chan error, 1)
+	go func() { done <- b.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			logger.Error("shutdown failed", "err", err)
+			return 1
+		}
+		logger.Info("shut down cleanly")
+		return 0
+	case sig := <-sigCh:
+		logger.Warn("second signal, exiting without a clean shutdown", "signal", sig.String())
+		return 1
+	}
+}
+
+// startCPUProfile starts a pprof CPU profile written to path; the returned
+// function stops it and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	fh, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(fh); err != nil {
+		fh.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return fh.Close()
+	}, nil
+}

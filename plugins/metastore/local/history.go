@@ -1,0 +1,65 @@
+package local
+
+import "github.com/vltava/vltava/plugins/sdk"
+
+// history is a bounded ring of recent events, oldest first, that lets a
+// watch start from a past revision.
+//
+// INVARIANT: every event with a revision > compacted is in the ring; the
+// ring holds events in revision order.
+type history struct {
+	buf       []*sdk.WatchEvent // ring storage, len = max events
+	start, n  int               // oldest event is buf[start]; n events held
+	bytes     int               // sum of value sizes held
+	maxBytes  int
+	compacted int64 // highest revision some event of which was dropped
+}
+
+func newHistory(maxEvents, maxBytes int) history {
+	return history{buf: make([]*sdk.WatchEvent, maxEvents), maxBytes: maxBytes}
+}
+
+// add appends ev, evicting the oldest events past either bound.
+func (h *history) add(ev *sdk.WatchEvent) {
+	for h.n > 0 && (h.n == len(h.buf) || h.bytes+len(ev.Value) > h.maxBytes) {
+		h.dropOldest()
+	}
+	if len(ev.Value) > h.maxBytes { // cannot be kept at all
+		h.compacted = max(h.compacted, ev.Revision)
+		return
+	}
+	h.buf[(h.start+h.n)%len(h.buf)] = ev
+	h.n++
+	h.bytes += len(ev.Value)
+}
+
+func (h *history) dropOldest() {
+	ev := h.buf[h.start]
+	h.buf[h.start] = nil
+	h.start = (h.start + 1) % len(h.buf)
+	h.n--
+	h.bytes -= len(ev.Value)
+	h.compacted = max(h.compacted, ev.Revision)
+}
+
+// compact drops events at and below rev.
+func (h *history) compact(rev int64) {
+	for h.n > 0 && h.buf[h.start].Revision <= rev {
+		h.dropOldest()
+	}
+	h.compacted = max(h.compacted, rev)
+}
+
+// since returns the held events with a revision above rev whose key has
+// the prefix, oldest first. The events are shared: callers must not
+// modify them.
+func (h *history) since(rev int64, prefix string) []*sdk.WatchEvent {
+	var out []*sdk.WatchEvent
+	for i := range h.n {
+		ev := h.buf[(h.start+i)%len(h.buf)]
+		if ev.Revision > rev && hasPrefix(ev.Key, prefix) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}

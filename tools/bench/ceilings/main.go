@@ -1,0 +1,136 @@
+// Command ceilings measures two of the machine's throughput ceilings that
+// bound a single-node broker, for tools/bench/compare.sh:
+//
+//   - page-cache append: sequential 1 MiB write(2) calls to a new file in
+//     --dir, no fsync (what a broker's log append costs at best);
+//   - loopback TCP: one connection over 127.0.0.1 carrying 1 MiB writes
+//     from a sender goroutine to a receiver goroutine (what one client
+//     connection can carry at best).
+//
+// Each moves --bytes bytes. It prints one JSON object on stdout,
+//
+//	{"bytes":N,"pagecache_mib_per_sec":X,"loopback_mib_per_sec":Y}
+//
+// with MiB = 2^20 bytes, the unit of `vltava perf`.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// chunk is the size of each write.
+const chunk = 1 << 20
+
+func main() {
+	dir := flag.String("dir", os.TempDir(), "directory for the page-cache test file (removed afterwards)")
+	bytes := flag.Int64("bytes", 256<<20, "bytes to move in each test")
+	flag.Parse()
+	if *bytes < chunk {
+		fmt.Fprintln(os.Stderr, "ceilings: --bytes must be at least 1 MiB")
+		os.Exit(2)
+	}
+	pc, err := pageCache(*dir, *bytes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ceilings:", err)
+		os.Exit(1)
+	}
+	lo, err := loopback(*bytes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ceilings:", err)
+		os.Exit(1)
+	}
+	json.NewEncoder(os.Stdout).Encode(struct {
+		Bytes     int64   `json:"bytes"`
+		PageCache float64 `json:"pagecache_mib_per_sec"`
+		Loopback  float64 `json:"loopback_mib_per_sec"`
+	}{*bytes, pc, lo})
+}
+
+// mibPerSec converts n bytes in d to MiB/s.
+func mibPerSec(n int64, d time.Duration) float64 {
+	return float64(n) / (1 << 20) / d.Seconds()
+}
+
+// pageCache appends total bytes in 1 MiB writes to a new file in dir and
+// returns MiB/s; the file is removed afterwards.
+func pageCache(dir string, total int64) (float64, error) {
+	path := filepath.Join(dir, fmt.Sprintf("ceilings-%d.dat", os.Getpid()))
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(path)
+	buf := filled(chunk)
+	start := time.Now()
+	for n := int64(0); n < total; n += chunk {
+		if _, err := fh.Write(buf); err != nil {
+			fh.Close()
+			return 0, err
+		}
+	}
+	if err := fh.Close(); err != nil {
+		return 0, err
+	}
+	return mibPerSec(total, time.Since(start)), nil
+}
+
+// loopback sends total bytes over one 127.0.0.1 TCP connection and returns
+// MiB/s measured from the first write until the receiver has read it all.
+func loopback(total int64) (float64, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	type result struct {
+		n   int64
+		err error
+	}
+	got := make(chan result, 1)
+	go func() { // owned by loopback: it ends at EOF and is waited for below
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		n, err := io.CopyBuffer(io.Discard, c, make([]byte, chunk))
+		got <- result{n, err}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return 0, err
+	}
+	buf := filled(chunk)
+	start := time.Now()
+	for n := int64(0); n < total; n += chunk {
+		if _, err := c.Write(buf); err != nil {
+			c.Close()
+			<-got
+			return 0, err
+		}
+	}
+	c.Close()
+	r := <-got
+	d := time.Since(start)
+	if r.err != nil {
+		return 0, r.err
+	}
+	return mibPerSec(r.n, d), nil
+}
+
+// filled returns n bytes of a non-zero pattern.
+func filled(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*31 + 7)
+	}
+	return b
+}

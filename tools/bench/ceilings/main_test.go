@@ -1,0 +1,21 @@
+package main
+
+import (
+	"os"
+	"testing"
+)
+
+func TestCeilingsMoveAllBytes(t *testing.T) {
+	dir := t.TempDir()
+	pc, err := pageCache(dir, 4<<20)
+	if err != nil || pc <= 0 {
+		t.Fatalf("pageCache: %v MiB/s, %v", pc, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("pageCache left %d files behind", len(left))
+	}
+	lo, err := loopback(4 << 20)
+	if err != nil || lo <= 0 {
+		t.Fatalf("loopback: %v MiB/s, %v", lo, err)
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/vltava/vltava/tools/internal/perfstat"
+)
+
+var perfCommands = []command{
+	{path: "perf produce", args: "TOPIC", summary: "measure produce throughput and latency", run: perfProduce},
+	{path: "perf consume", args: "TOPIC", summary: "measure consume throughput from the start of a topic", run: perfConsume},
+}
+
+// progressEvery is how often a perf command prints a progress line.
+const progressEvery = time.Second
+
+// perfOutput prints progress lines and the final figures. With JSON the
+// final figures are one JSON object on stdout and progress goes to stderr,
+// so a benchmark can parse stdout whole.
+type perfOutput struct {
+	json     bool
+	progress io.Writer
+	final    io.Writer
+}
+
+func newPerfOutput(e *env, asJSON bool) perfOutput {
+	if asJSON {
+		return perfOutput{json: true, progress: e.stderr, final: e.stdout}
+	}
+	return perfOutput{progress: e.stdout, final: e.stdout}
+}
+
+// reportEvery prints m's interval report every progressEvery until stop is
+// closed; the returned function stops it and waits for it.
+func (o perfOutput) reportEvery(m *perfstat.Meter) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				fmt.Fprintln(o.progress, m.Interval(now))
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// summary prints the final report of a run named kind ("produce").
+func (o perfOutput) summary(kind string, r perfstat.Report) error {
+	if o.json {
+		return json.NewEncoder(o.final).Encode(struct {
+			Kind string `json:"kind"`
+			perfstat.Report
+		}{kind, r})
+	}
+	_, err := fmt.Fprintf(o.final, "%s total: %s, %.3f s\n", kind, r, r.Seconds)
+	return err
+}
+
+func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
+	f := newFlags(e, c)
+	var pf producerFlags
+	pf.register(f)
+	records := f.Int("records", 100000, "records to produce")
+	size := f.Int("record-size", 1024, "value size in bytes")
+	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *records <= 0 || *size < 0 {
+		return fmt.Errorf("--records must be positive and --record-size not negative")
+	}
+	opts, err := pf.opts()
+	if err != nil {
+		return err
+	}
+	cl, err := e.client(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	out := newPerfOutput(e, *asJSON)
+	value := fillValue(make([]byte, *size), 0) // shared: records never modify it
+	m := perfstat.NewMeter(time.Now(), true)
+	stop := out.reportEvery(m)
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	for i := 0; i < *records && ctx.Err() == nil; i++ {
+		start := time.Now()
+		cl.Produce(ctx, pf.record(pos[0], nil, value), func(r *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				firstErr = cmpErr(firstErr, err)
+				mu.Unlock()
+				return
+			}
+			m.Add(1, int64(len(r.Value)), time.Since(start))
+		})
+	}
+	flushErr := cl.Flush(ctx)
+	stop()
+	total := m.Total(time.Now())
+	if err := out.summary("produce", total); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if firstErr == nil && flushErr != nil && !errors.Is(flushErr, context.Canceled) {
+		firstErr = flushErr
+	}
+	if firstErr != nil {
+		return fmt.Errorf("produce: %d of %d records failed, first: %w", int64(*records)-total.Records, *records, firstErr)
+	}
+	return nil
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
+	f := newFlags(e, c)
+	records := f.Int("records", 100000, "records to consume from the start of the topic")
+	idle := f.Duration("timeout", 10*time.Second, "give up after this long without a record")
+	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *records <= 0 {
+		return fmt.Errorf("--records must be positive")
+	}
+	cl, err := e.client(kgo.ConsumeTopics(pos[0]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	out := newPerfOutput(e, *asJSON)
+	m := perfstat.NewMeter(time.Now(), false)
+	stop := out.reportEvery(m)
+	got, err := consumeCount(ctx, cl, m, int64(*records), *idle)
+	stop()
+	if serr := out.summary("consume", m.Total(time.Now())); serr != nil {
+		return serr
+	}
+	if err != nil {
+		return fmt.Errorf("consumed %d of %d records: %w", got, *records, err)
+	}
+	return nil
+}
+
+// errIdle reports that no record arrived within the idle timeout.
+var errIdle = errors.New("no record within the timeout")
+
+// consumeCount polls until want records were seen, counting into m, and
+// stops early on an error or when idle passes without a record.
+func consumeCount(ctx context.Context, cl *kgo.Client, m *perfstat.Meter, want int64, idle time.Duration) (int64, error) {
+	var got int64
+	for got < want {
+		pctx, cancel := context.WithTimeout(ctx, idle)
+		fetches := cl.PollRecords(pctx, int(min(want-got, 10000)))
+		timedOut := pctx.Err() != nil
+		cancel()
+		if ctx.Err() != nil {
+			return got, ctx.Err()
+		}
+		for _, fe := range fetches.Errors() {
+			if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
+				return got, fmt.Errorf("fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+			}
+		}
+		var n, bytes int64
+		fetches.EachRecord(func(r *kgo.Record) {
+			if got+n < want {
+				n++
+				bytes += int64(len(r.Key) + len(r.Value))
+			}
+		})
+		if n > 0 {
+			m.Add(n, bytes, 0)
+			got += n
+		} else if timedOut {
+			return got, errIdle
+		}
+	}
+	return got, nil
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/vltava/vltava/core/broker"
+	"github.com/vltava/vltava/plugins/host"
 )
 
 // serveMain runs a broker until a signal and returns the exit code.
@@ -47,7 +49,29 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
-	b, err := broker.New(cfg, broker.Options{Logger: logger})
+	// Plugins first: the broker needs the metadata store to start. The
+	// host stops every plugin process when serveMain returns, however it
+	// returns.
+	plugins := host.New(host.Options{Logger: logger})
+	defer plugins.Close()
+	var loaded loadedPlugins
+	if f.inProcessPlugins {
+		if err := checkInProcess(cfg); err != nil {
+			logger.Error("--in-process-plugins", "err", err)
+			return 1
+		}
+		loaded.assignors = nil // the broker's own built-ins, in process
+	} else if loaded, err = loadPlugins(context.Background(), plugins, cfg); err != nil {
+		logger.Error("plugins failed to start", "err", err)
+		return 1
+	}
+
+	b, err := broker.New(cfg, broker.Options{
+		Logger:         logger,
+		Store:          loaded.store,
+		Assignors:      loaded.assignors,
+		Authenticators: loaded.authenticators,
+	})
 	if err != nil {
 		logger.Error("invalid configuration", "err", err)
 		return 1

@@ -45,6 +45,12 @@ func handleMetadata(b *Broker, ctx context.Context, req *wire.Request) (*wire.Re
 		switch {
 		case rt.Topic != nil:
 			t = b.topic(*rt.Topic)
+			if t == nil && *rt.Topic == offsetsTopic {
+				// The internal topic is created by the group coordinator,
+				// with its own partition count and compaction.
+				b.coordinatorReady(ctx)
+				t = b.topic(offsetsTopic)
+			}
 			if t == nil && autoCreate {
 				var code errorCode
 				t, code, _ = b.createTopic(ctx, *rt.Topic, -1, -1, nil, false)
@@ -81,6 +87,7 @@ func (b *Broker) metadataTopic(t *topic, name string) kmsg.MetadataResponseTopic
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(name)
 	mt.TopicID = t.id
+	mt.IsInternal = name == offsetsTopic
 	mt.AuthorizedOperations = authorizedOpsUnset
 	for _, p := range t.partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()

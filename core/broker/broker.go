@@ -26,6 +26,13 @@ type Options struct {
 	// Store is the metadata store. Nil opens the embedded local store
 	// under log.dirs; a store handed in is not closed by Close.
 	Store sdk.MetadataStore
+	// Authenticators serve SASL on a SASL_PLAINTEXT listener; a mechanism
+	// offered by several goes to the first. Required for such a listener,
+	// ignored on PLAINTEXT. Close does not close them.
+	Authenticators []sdk.Authenticator
+	// Assignors serve KIP-848 consumer groups, preferred first. Nil means
+	// the built-in ones (uniform, range) in group.consumer.assignors order.
+	Assignors []sdk.Assignor
 }
 
 // Broker is one Kafka-protocol broker. Create it with New, then Start it;
@@ -41,11 +48,20 @@ type Broker struct {
 	server *wire.Server
 	ln     net.Listener
 
+	authenticators []sdk.Authenticator
+	// sasl maps a connection ID to its *saslConn (SASL listeners only);
+	// entries go when the connection closes.
+	sasl sync.Map
+
 	// metaMu serializes changes to topics; readers use meta without it.
 	metaMu sync.Mutex
 	meta   atomic.Pointer[topicSnapshot]
 
-	pids producerIDs
+	pids    producerIDs
+	cleaner *cleaner // compaction of cleanup.policy=compact logs; set in start
+
+	assignors []sdk.Assignor
+	groups    *groupHost // the group coordinator; set in start
 
 	ready   chan struct{}
 	stopCh  chan struct{}
@@ -69,6 +85,9 @@ func New(cfg config.Broker, opts Options) (*Broker, error) {
 		store:  opts.Store,
 		ready:  make(chan struct{}),
 		stopCh: make(chan struct{}),
+
+		authenticators: opts.Authenticators,
+		assignors:      opts.Assignors,
 	}
 	b.meta.Store(emptySnapshot())
 	return b, nil
@@ -111,7 +130,14 @@ func (b *Broker) start() error {
 	if err := b.loadTopics(context.Background()); err != nil {
 		return err
 	}
-	addr, _ := b.cfg.ListenAddr() // validated in New
+	if err := b.checkSASLConfig(context.Background()); err != nil {
+		return err
+	}
+	if err := b.startGroups(); err != nil {
+		return err
+	}
+	addr, _ := b.cfg.ListenAddr()           // validated in New
+	protocol, _ := b.cfg.ListenerProtocol() // validated in New
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("broker: listen: %w", err)
@@ -121,7 +147,7 @@ func (b *Broker) start() error {
 		MaxRequestBytes: b.cfg.SocketRequestMaxBytes,
 		ZeroCopy:        b.cfg.ZeroCopy,
 		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		Listener:        "PLAINTEXT",
+		Listener:        protocol,
 		Logger:          b.logger,
 	}, b)
 	b.wg.Add(2)
@@ -135,6 +161,7 @@ func (b *Broker) start() error {
 		defer b.wg.Done()
 		b.maintain()
 	}()
+	b.startCleaner()
 	b.logger.Info("broker: serving", "addr", ln.Addr().String(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
 	return nil
 }
@@ -193,6 +220,7 @@ func (b *Broker) shutdown() error {
 		errs = append(errs, b.ln.Close())
 	}
 	b.wg.Wait()
+	b.stopCleaner()
 	errs = append(errs, b.closeTopics())
 	if b.ownsStore && b.store != nil {
 		errs = append(errs, b.store.Close())

@@ -13,6 +13,16 @@
 // the response; a Go error returned by a handler means the connection can
 // not continue (an unparseable or unsupported request) and closes it.
 //
+// # Authentication
+//
+// A SASL_PLAINTEXT listener requires SASL (KIP-43, KIP-152) through the
+// sdk.Authenticators in Options; sasl.go holds the per-connection state
+// machine. Until a connection authenticates only ApiVersions,
+// SaslHandshake (v1; v0 is refused) and SaslAuthenticate are served; any
+// other request closes it. Success sets the connection's principal
+// (wire.ConnInfo.Principal); a failure is answered, then the connection
+// closes. A PLAINTEXT listener leaves every connection sdk.Anonymous.
+//
 // # Data directory
 //
 //	<log.dirs>/

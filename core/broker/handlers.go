@@ -31,6 +31,16 @@ func init() {
 		{1, "Fetch", 4, 16, handleFetch},
 		{2, "ListOffsets", 1, 8, handleListOffsets},
 		{3, "Metadata", 0, 12, handleMetadata},
+		{8, "OffsetCommit", 0, 9, handleOffsetCommit},
+		{9, "OffsetFetch", 0, 9, handleOffsetFetch},
+		{10, "FindCoordinator", 0, 6, handleFindCoordinator},
+		{11, "JoinGroup", 0, 9, handleJoinGroup},
+		{12, "Heartbeat", 0, 4, handleHeartbeat},
+		{13, "LeaveGroup", 0, 5, handleLeaveGroup},
+		{14, "SyncGroup", 0, 5, handleSyncGroup},
+		{15, "DescribeGroups", 0, 6, handleDescribeGroups},
+		{16, "ListGroups", 0, 5, handleListGroups},
+		{17, "SaslHandshake", 1, 1, handleSASLHandshake},
 		{18, "ApiVersions", 0, 4, handleAPIVersions},
 		{19, "CreateTopics", 0, 7, handleCreateTopics},
 		{20, "DeleteTopics", 0, 6, handleDeleteTopics},
@@ -38,9 +48,14 @@ func init() {
 		{22, "InitProducerId", 0, 5, handleInitProducerID},
 		{32, "DescribeConfigs", 0, 4, handleDescribeConfigs},
 		{33, "AlterConfigs", 0, 2, handleAlterConfigs},
+		{36, "SaslAuthenticate", 0, 2, handleSASLAuthenticate},
 		{37, "CreatePartitions", 0, 3, handleCreatePartitions},
+		{42, "DeleteGroups", 0, 3, handleDeleteGroups},
 		{44, "IncrementalAlterConfigs", 0, 1, handleIncrementalAlterConfigs},
+		{47, "OffsetDelete", 0, 0, handleOffsetDelete},
 		{60, "DescribeCluster", 0, 1, handleDescribeCluster},
+		{68, "ConsumerGroupHeartbeat", 0, 1, handleConsumerGroupHeartbeat},
+		{69, "ConsumerGroupDescribe", 0, 1, handleConsumerGroupDescribe},
 	}
 	sort.Slice(apis, func(i, j int) bool { return apis[i].key < apis[j].key })
 	apiByKey = map[int16]*api{}
@@ -55,6 +70,9 @@ var apiByKey map[int16]*api
 // Handle dispatches one request through the table. It implements
 // wire.Handler.
 func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	if err := b.checkAuthenticated(req); err != nil {
+		return nil, err
+	}
 	a := apiByKey[req.Key]
 	if a == nil {
 		return nil, fmt.Errorf("broker: api key %d is not served", req.Key)

@@ -51,11 +51,18 @@ func logConfig(t config.Topic) log.Config {
 		IndexIntervalBytes: t.IndexIntervalBytes,
 		FlushMessages:      t.FlushMessages,
 		FlushMs:            t.FlushMs,
+
+		Compact:                t.Compacts(),
+		DeleteRetentionMs:      t.DeleteRetentionMs,
+		MinCleanableDirtyRatio: t.MinCleanableDirtyRatio,
+		MinCompactionLagMs:     t.MinCompactionLagMs,
+		MaxCompactionLagMs:     t.MaxCompactionLagMs,
 	}
 }
 
-// Compacted-only topics keep everything until compaction lands; retention
-// applies only with the delete policy.
+// As in Kafka, compact-only topics have no retention (the cleaner bounds
+// them); retention applies only with the delete policy, so compact,delete
+// gets both.
 func retentionMs(t config.Topic) int64 {
 	if !t.Deletes() {
 		return -1

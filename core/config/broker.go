@@ -15,7 +15,7 @@ import (
 // broker config names; a config file uses exactly these keys.
 type Broker struct {
 	NodeID              int32  `mapstructure:"node.id"`
-	Listeners           string `mapstructure:"listeners"`            // host:port or PLAINTEXT://host:port
+	Listeners           string `mapstructure:"listeners"`            // host:port, PLAINTEXT://host:port or SASL_PLAINTEXT://host:port
 	AdvertisedListeners string `mapstructure:"advertised.listeners"` // empty: same as listeners
 	LogDirs             string `mapstructure:"log.dirs"`             // data directory
 	ClusterID           string `mapstructure:"cluster.id"`           // empty: generated once and kept in the data dir
@@ -47,6 +47,105 @@ type Broker struct {
 	MinInsyncReplicas           int32  `mapstructure:"min.insync.replicas"`
 	UncleanLeaderElectionEnable bool   `mapstructure:"unclean.leader.election.enable"`
 	CompressionType             string `mapstructure:"compression.type"`
+
+	// Log cleaner (compaction, core/log Cleaner).
+	LogCleanerEnable              bool    `mapstructure:"log.cleaner.enable"`
+	LogCleanerMinCleanableRatio   float64 `mapstructure:"log.cleaner.min.cleanable.ratio"`
+	LogCleanerMinCompactionLagMs  int64   `mapstructure:"log.cleaner.min.compaction.lag.ms"`
+	LogCleanerMaxCompactionLagMs  int64   `mapstructure:"log.cleaner.max.compaction.lag.ms"`
+	LogCleanerIOMaxBytesPerSecond float64 `mapstructure:"log.cleaner.io.max.bytes.per.second"`
+	LogCleanerDedupeBufferSize    int64   `mapstructure:"log.cleaner.dedupe.buffer.size"`
+	LogCleanerBackoffMs           int64   `mapstructure:"log.cleaner.backoff.ms"`
+
+	// Group coordinator (core/group).
+	OffsetsTopicNumPartitions        int32  `mapstructure:"offsets.topic.num.partitions"`
+	OffsetsRetentionMinutes          int64  `mapstructure:"offsets.retention.minutes"`
+	OffsetsRetentionCheckIntervalMs  int64  `mapstructure:"offsets.retention.check.interval.ms"`
+	OffsetMetadataMaxBytes           int32  `mapstructure:"offset.metadata.max.bytes"`
+	GroupInitialRebalanceDelayMs     int64  `mapstructure:"group.initial.rebalance.delay.ms"`
+	GroupMinSessionTimeoutMs         int64  `mapstructure:"group.min.session.timeout.ms"`
+	GroupMaxSessionTimeoutMs         int64  `mapstructure:"group.max.session.timeout.ms"`
+	GroupConsumerSessionTimeoutMs    int64  `mapstructure:"group.consumer.session.timeout.ms"`
+	GroupConsumerHeartbeatIntervalMs int64  `mapstructure:"group.consumer.heartbeat.interval.ms"`
+	GroupConsumerAssignors           string `mapstructure:"group.consumer.assignors"` // comma-separated, preferred first
+
+	// SaslEnabledMechanisms lists, comma-separated, the SASL mechanisms a
+	// SASL_PLAINTEXT listener offers ("PLAIN,SCRAM-SHA-256"); each must be
+	// offered by a configured authenticator. Empty (Vltava's default;
+	// Kafka's is GSSAPI) offers every mechanism the authenticators offer.
+	SaslEnabledMechanisms string `mapstructure:"sasl.enabled.mechanisms"`
+
+	// Plugins (plugins/host). Each entry names a built-in plugin (served
+	// by the vltavad binary itself) or an executable path; a plugin's
+	// free-form config map is keyed by that entry as written.
+	//
+	// MetadataStore is the metadata store plugin ("local": one bbolt
+	// file, whose path defaults to <log.dirs>/meta/local.db).
+	MetadataStore       string         `mapstructure:"metadata.store"`
+	MetadataStoreConfig map[string]any `mapstructure:"metadata.store.config"`
+	// GroupConsumerAssignorConfig maps a group.consumer.assignors entry to
+	// its plugin's config.
+	GroupConsumerAssignorConfig map[string]map[string]any `mapstructure:"group.consumer.assignor.config"`
+	// SaslAuthenticators lists, comma-separated, the authenticator plugins
+	// (executable paths; no built-in yet) serving SASL_PLAINTEXT
+	// listeners, in order of preference.
+	SaslAuthenticators      string                    `mapstructure:"sasl.authenticators"`
+	SaslAuthenticatorConfig map[string]map[string]any `mapstructure:"sasl.authenticator.config"`
+}
+
+// PluginConfigKeys are the broker keys whose values are plugin config
+// maps: one map, or one map per plugin (Depth 2), rather than scalars.
+var PluginConfigKeys = []struct {
+	Key   string
+	Depth int
+}{
+	{"metadata.store.config", 1},
+	{"group.consumer.assignor.config", 2},
+	{"sasl.authenticator.config", 2},
+}
+
+// SplitList splits a comma-separated list config, dropping blanks.
+func SplitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Listener security protocols (Kafka's names) that listeners may use.
+const (
+	ProtocolPlaintext     = "PLAINTEXT"      // no authentication
+	ProtocolSASLPlaintext = "SASL_PLAINTEXT" // SASL authentication, no TLS
+)
+
+// ListenerProtocol is the security protocol of the first listener:
+// PLAINTEXT when it has no "PROTOCOL://" prefix.
+func (b Broker) ListenerProtocol() (string, error) {
+	first := strings.TrimSpace(strings.Split(b.Listeners, ",")[0])
+	name, _, ok := strings.Cut(first, "://")
+	if !ok {
+		return ProtocolPlaintext, nil
+	}
+	switch p := strings.ToUpper(name); p {
+	case ProtocolPlaintext, ProtocolSASLPlaintext:
+		return p, nil
+	}
+	return "", fmt.Errorf("config: listener %q: only PLAINTEXT and SASL_PLAINTEXT are supported so far", first)
+}
+
+// SASLMechanisms returns sasl.enabled.mechanisms as a list (nil when
+// empty, meaning every mechanism the authenticators offer).
+func (b Broker) SASLMechanisms() []string {
+	var out []string
+	for _, m := range strings.Split(b.SaslEnabledMechanisms, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // DefaultBroker returns Kafka's defaults, with Vltava's single-node
@@ -77,6 +176,26 @@ func DefaultBroker() Broker {
 		LogCleanerDeleteRetentionMs: 86400000,
 		MinInsyncReplicas:           1,
 		CompressionType:             "producer",
+
+		LogCleanerEnable:              true,
+		LogCleanerMinCleanableRatio:   0.5,
+		LogCleanerMaxCompactionLagMs:  math.MaxInt64,
+		LogCleanerIOMaxBytesPerSecond: math.MaxFloat64,
+		LogCleanerDedupeBufferSize:    128 << 20,
+		LogCleanerBackoffMs:           15000,
+
+		OffsetsTopicNumPartitions:        50,
+		OffsetsRetentionMinutes:          7 * 24 * 60,
+		OffsetsRetentionCheckIntervalMs:  600000,
+		OffsetMetadataMaxBytes:           4096,
+		GroupInitialRebalanceDelayMs:     3000,
+		GroupMinSessionTimeoutMs:         6000,
+		GroupMaxSessionTimeoutMs:         1800000,
+		GroupConsumerSessionTimeoutMs:    45000,
+		GroupConsumerHeartbeatIntervalMs: 5000,
+		GroupConsumerAssignors:           "uniform,range",
+
+		MetadataStore: "local",
 	}
 }
 
@@ -107,8 +226,8 @@ func (b Broker) AdvertisedAddr() (host string, port int32, err error) {
 func firstListener(s string) (string, error) {
 	first := strings.TrimSpace(strings.Split(s, ",")[0])
 	if name, addr, ok := strings.Cut(first, "://"); ok {
-		if !strings.EqualFold(name, "PLAINTEXT") {
-			return "", fmt.Errorf("config: listener %q: only PLAINTEXT is supported so far", first)
+		if !strings.EqualFold(name, ProtocolPlaintext) && !strings.EqualFold(name, ProtocolSASLPlaintext) {
+			return "", fmt.Errorf("config: listener %q: only PLAINTEXT and SASL_PLAINTEXT are supported so far", first)
 		}
 		first = addr
 	}
@@ -141,7 +260,20 @@ func (b Broker) Validate() error {
 		{"log.index.interval.bytes", b.LogIndexIntervalBytes >= 0},
 		{"log.flush.interval.messages", b.LogFlushIntervalMessages >= 1},
 		{"log.retention.check.interval.ms", b.LogRetentionCheckIntervalMs >= 1},
+		{"log.cleaner.min.cleanable.ratio", b.LogCleanerMinCleanableRatio >= 0 && b.LogCleanerMinCleanableRatio <= 1},
+		{"log.cleaner.min.compaction.lag.ms", b.LogCleanerMinCompactionLagMs >= 0},
+		{"log.cleaner.max.compaction.lag.ms", b.LogCleanerMaxCompactionLagMs >= 1},
+		{"log.cleaner.io.max.bytes.per.second", b.LogCleanerIOMaxBytesPerSecond > 0},
+		{"log.cleaner.dedupe.buffer.size", b.LogCleanerDedupeBufferSize >= 1<<20},
+		{"log.cleaner.backoff.ms", b.LogCleanerBackoffMs >= 1},
 		{"min.insync.replicas", b.MinInsyncReplicas >= 1},
+		{"metadata.store", strings.TrimSpace(b.MetadataStore) != ""},
+		{"offsets.topic.num.partitions", b.OffsetsTopicNumPartitions >= 1},
+		{"offsets.retention.minutes", b.OffsetsRetentionMinutes >= 1},
+		{"group.initial.rebalance.delay.ms", b.GroupInitialRebalanceDelayMs >= 0},
+		{"group.min.session.timeout.ms", b.GroupMinSessionTimeoutMs >= 0 && b.GroupMinSessionTimeoutMs <= b.GroupMaxSessionTimeoutMs},
+		{"group.consumer.heartbeat.interval.ms", b.GroupConsumerHeartbeatIntervalMs >= 1},
+		{"group.consumer.session.timeout.ms", b.GroupConsumerSessionTimeoutMs >= 1},
 	}
 	for _, c := range checks {
 		if !c.ok {

@@ -16,6 +16,7 @@ const (
 	TypeString  Type = 2
 	TypeInt     Type = 3
 	TypeLong    Type = 5
+	TypeDouble  Type = 6
 	TypeList    Type = 7
 )
 
@@ -31,6 +32,7 @@ type Key struct {
 	// allowed, when set, lists every accepted value (for lists: element).
 	allowed []string
 	min     int64
+	maxOne  bool // TypeDouble: at most 1 (a ratio)
 }
 
 func (k Key) check(v string) error {
@@ -50,6 +52,11 @@ func (k Key) check(v string) error {
 		}
 		if n < k.min {
 			return fmt.Errorf("%d is below the minimum %d", n, k.min)
+		}
+	case TypeDouble:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < float64(k.min) || (k.maxOne && f > 1) {
+			return fmt.Errorf("%q is not a number in the allowed range", v)
 		}
 	case TypeList:
 		for _, e := range strings.Split(v, ",") {
@@ -95,6 +102,12 @@ var topicKeyList = []Key{
 		Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's", brokerValue: func(b Broker) string { return b.LogMessageTimestampType }},
 	{Name: "delete.retention.ms", Type: TypeLong, BrokerKey: "log.cleaner.delete.retention.ms", min: 0,
 		Doc: "how long tombstones stay in compacted topics", brokerValue: func(b Broker) string { return itoa(b.LogCleanerDeleteRetentionMs) }},
+	{Name: "min.cleanable.dirty.ratio", Type: TypeDouble, BrokerKey: "log.cleaner.min.cleanable.ratio", min: 0, maxOne: true,
+		Doc: "compact once this fraction of the compactable bytes is dirty", brokerValue: func(b Broker) string { return strconv.FormatFloat(b.LogCleanerMinCleanableRatio, 'g', -1, 64) }},
+	{Name: "min.compaction.lag.ms", Type: TypeLong, BrokerKey: "log.cleaner.min.compaction.lag.ms", min: 0,
+		Doc: "records stay uncompacted at least this long", brokerValue: func(b Broker) string { return itoa(b.LogCleanerMinCompactionLagMs) }},
+	{Name: "max.compaction.lag.ms", Type: TypeLong, BrokerKey: "log.cleaner.max.compaction.lag.ms", min: 1,
+		Doc: "compact dirty records older than this regardless of the dirty ratio", brokerValue: func(b Broker) string { return itoa(b.LogCleanerMaxCompactionLagMs) }},
 	{Name: "min.insync.replicas", Type: TypeInt, BrokerKey: "min.insync.replicas", min: 1,
 		Doc: "replicas that must have an acks=all write", brokerValue: func(b Broker) string { return itoa(int64(b.MinInsyncReplicas)) }},
 	{Name: "unclean.leader.election.enable", Type: TypeBoolean, BrokerKey: "unclean.leader.election.enable",
@@ -149,6 +162,9 @@ type Topic struct {
 	MaxMessageBytes             int32
 	LogAppendTime               bool
 	DeleteRetentionMs           int64
+	MinCleanableDirtyRatio      float64
+	MinCompactionLagMs          int64
+	MaxCompactionLagMs          int64
 	MinInsyncReplicas           int32
 	UncleanLeaderElectionEnable bool
 }
@@ -171,6 +187,7 @@ func ResolveTopic(b Broker, overrides map[string]string) (Topic, error) {
 		n, _ := strconv.ParseInt(val(name), 10, 64) // checked above or a validated broker value
 		return n
 	}
+	ratio, _ := strconv.ParseFloat(val("min.cleanable.dirty.ratio"), 64) // checked above or a validated broker value
 	var policies []string
 	for _, p := range strings.Split(val("cleanup.policy"), ",") {
 		policies = append(policies, strings.TrimSpace(p))
@@ -187,6 +204,9 @@ func ResolveTopic(b Broker, overrides map[string]string) (Topic, error) {
 		MaxMessageBytes:             int32(num("max.message.bytes")),
 		LogAppendTime:               val("message.timestamp.type") == "LogAppendTime",
 		DeleteRetentionMs:           num("delete.retention.ms"),
+		MinCleanableDirtyRatio:      ratio,
+		MinCompactionLagMs:          num("min.compaction.lag.ms"),
+		MaxCompactionLagMs:          num("max.compaction.lag.ms"),
 		MinInsyncReplicas:           int32(num("min.insync.replicas")),
 		UncleanLeaderElectionEnable: val("unclean.leader.election.enable") == "true",
 	}, nil
@@ -194,3 +214,6 @@ func ResolveTopic(b Broker, overrides map[string]string) (Topic, error) {
 
 // Deletes reports whether retention deletes old segments ("delete" policy).
 func (t Topic) Deletes() bool { return slices.Contains(t.CleanupPolicy, "delete") }
+
+// Compacts reports whether the log cleaner compacts the topic ("compact" policy).
+func (t Topic) Compacts() bool { return slices.Contains(t.CleanupPolicy, "compact") }

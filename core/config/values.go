@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -22,8 +23,22 @@ func BrokerValues(b Broker) []Value {
 		if key == "" || key == "-" {
 			continue
 		}
-		out = append(out, Value{Name: key, Value: fmt.Sprint(v.Field(i).Interface())})
+		out = append(out, Value{Name: key, Value: formatValue(v.Field(i))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// formatValue renders a config value; maps (plugin configs) as JSON, an
+// empty one as "".
+func formatValue(v reflect.Value) string {
+	if v.Kind() == reflect.Map {
+		if v.Len() == 0 {
+			return ""
+		}
+		if b, err := json.Marshal(v.Interface()); err == nil {
+			return string(b)
+		}
+	}
+	return fmt.Sprint(v.Interface())
 }

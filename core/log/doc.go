@@ -12,6 +12,9 @@
 //	recovery-point.checkpoint data below this offset is fsynced
 //	log-start-offset.checkpoint
 //	clean-shutdown            present only between Close and the next Open
+//	cleaner-offset.checkpoint first dirty offset of compaction (not fsynced)
+//	<base:%020d>.log.cleaned  compaction output being written; removed at Open
+//	<base:%020d>.log.swap     compaction output committed; installed at Open
 //	*.tmp                     half-written checkpoints; removed at Open
 //
 // base is the offset of the segment's first batch, zero padded to 20 decimal
@@ -133,6 +136,63 @@
 // flushes everything and advances the recovery point when flush.ms has
 // passed, after a roll (as Kafka does, so a crash rescans at most the active
 // segment) and periodically after data-only fsyncs.
+//
+// # Compaction (cleanup.policy=compact)
+//
+// Log.Clean (run by a Cleaner goroutine the broker owns) keeps the latest
+// record per key. The cleanable range is the inactive segments that lie
+// wholly below the recovery point and, with min.compaction.lag.ms, whose
+// max timestamp is old enough; the active segment is never touched. A
+// pass runs when dirty bytes (from the cleaner checkpoint on) reach
+// min.cleanable.dirty.ratio of the cleanable bytes, when the first dirty
+// segment is older than max.compaction.lag.ms, or when a kept tombstone's
+// delete horizon has passed.
+//
+// A pass maps each key of the dirty range (whole batches, in offset
+// order) to its latest offset in a bounded map of 128-bit key digests; it
+// stops before the batch that would overflow the map, and the next pass
+// resumes there (cleaner-offset.checkpoint). It then rewrites every
+// cleanable segment up to and including the one where mapping stopped,
+// consecutive segments merged into one while their sizes sum to at most
+// segment.bytes. A record survives unless a later offset of its key is
+// mapped, its key is null, or it is a tombstone whose delete horizon has
+// passed. Offsets never change:
+//
+// INVARIANT: a rewritten batch keeps its baseOffset, lastOffsetDelta,
+// maxTimestamp, producer fields and codec; its records keep their offset
+// deltas (so deltas may have gaps) and are recompressed with the codec.
+// A batch left with no records is dropped, except its producer's last
+// batch (kept for the sequence, as Kafka does) and the last batch of each
+// cleaned segment, which are written as empty uncompressed batches
+// (numRecords 0), so a segment keeps its last offset and a fetch inside a
+// cleaned range always returns a batch that moves the consumer on.
+// Control batches are copied unchanged.
+//
+// Tombstones follow KIP-534: the first pass that keeps a tombstone
+// rewrites its batch with attribute bit 6 set and baseTimestamp = the
+// delete horizon (pass time + delete.retention.ms), record timestamp
+// deltas rebased so every record keeps its timestamp. A later pass at or
+// after the horizon drops the tombstone. So a tombstone survives at least
+// delete.retention.ms after the cleaner first passed it.
+//
+// Swap, for a group of old segments whose first base is B; Open finishes
+// or undoes a crash at any point:
+//
+//  1. write B.log.cleaned and fsync it;    crash: .cleaned deleted at Open
+//  2. rename it to B.log.swap, fsync dir;  from here Open completes 3-5
+//  3. publish the new segment in memory (old ones marked deleted: readers
+//     holding them retry; open Slices keep the old files);
+//  4. delete the old segments' .index/.timeindex and .log files other
+//     than B.log;
+//  5. rename B.log.swap over B.log, fsync dir;
+//  6. write the new index files (a crash leaves them missing: rebuilt
+//     from headers on first use).
+//
+// At Open, a B.log.swap is scanned (it was fsynced before being named) for
+// its next offset N; every index file of B and every file of a segment
+// with base in (B, N) is deleted, then the swap file is renamed to B.log.
+// Old segments of the group above N held only removed records; keeping
+// them is harmless.
 //
 // # Concurrency
 //

@@ -34,18 +34,30 @@ type Config struct {
 	IndexIntervalBytes int32 // index.interval.bytes (4096)
 	FlushMessages      int64 // flush.messages: fsync when this many records are unflushed; 1 = fsync before Append returns; <=0 page cache only
 	FlushMs            int64 // flush.ms: Maintain fsyncs if the oldest unflushed append is older than this; <=0 never
-	Logger             *slog.Logger
+
+	// Compaction (see Clean). Compact is cleanup.policy containing
+	// "compact"; retention still applies through RetentionMs and
+	// RetentionBytes, so compact,delete sets both.
+	Compact                bool
+	DeleteRetentionMs      int64   // delete.retention.ms: tombstones survive at least this long after the cleaner first passes them
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio: clean once dirty bytes / cleanable bytes reach this
+	MinCompactionLagMs     int64   // min.compaction.lag.ms: segments with newer records stay dirty
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms: clean regardless of the ratio once dirty data is this old; <=0 never
+	Logger                 *slog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults: 1 GiB segments rolled weekly,
 // seven days of retention without a size limit, page-cache durability.
 func DefaultConfig() Config {
 	return Config{
-		SegmentBytes:       1 << 30,
-		SegmentMs:          7 * 24 * 3600 * 1000,
-		RetentionMs:        7 * 24 * 3600 * 1000,
-		RetentionBytes:     -1,
-		IndexIntervalBytes: 4096,
+		SegmentBytes:           1 << 30,
+		SegmentMs:              7 * 24 * 3600 * 1000,
+		RetentionMs:            7 * 24 * 3600 * 1000,
+		RetentionBytes:         -1,
+		IndexIntervalBytes:     4096,
+		DeleteRetentionMs:      24 * 3600 * 1000,
+		MinCleanableDirtyRatio: 0.5,
+		MaxCompactionLagMs:     math.MaxInt64,
 	}
 }
 
@@ -72,13 +84,14 @@ const (
 // serialised; any number of Reads run concurrently with it and never wait
 // for its I/O.
 //
-// Lock order: adminMu, appendMu, flushMu, mu, then segment locks.
+// Lock order: cleanMu, adminMu, appendMu, flushMu, mu, then segment locks.
 type Log struct {
 	dir string
 
 	adminMu  sync.Mutex // serialises retention, DeleteRecords, Truncate, Close
 	appendMu sync.Mutex // one writer of the active segment
 	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints
+	cleanMu  sync.Mutex // one Clean pass at a time; taken before adminMu
 
 	producers producerState // guarded by appendMu
 	prunedAt  int64         // log start offset producers were last pruned at; guarded by appendMu
@@ -96,6 +109,8 @@ type Log struct {
 	lastCheckpoint time.Time
 	dirGen         int64 // bumped when segment files are created or removed
 	dirSyncedGen   int64 // dirGen at the last directory fsync
+	cleaned        int64 // cleaner checkpoint: offsets below were compacted once; -1 unknown
+	horizonDue     int64 // unix ms of the earliest delete horizon of a cleaned tombstone, 0 if none
 	changed        chan struct{}
 	closed         bool
 }

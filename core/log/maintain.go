@@ -148,8 +148,10 @@ func (l *Log) Maintain(now time.Time) error {
 
 // ApplyRetention deletes the oldest segments whose max timestamp is older
 // than retention.ms, those beyond retention.bytes, and those wholly below
-// the log start offset. The active segment is never deleted. The log start
-// offset moves to the first remaining segment if that is later.
+// the log start offset. The active segment is deleted only when it and
+// every older segment are past retention.ms (it is rolled first, as Kafka
+// does). The log start offset moves to the first remaining segment if that
+// is later.
 func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
@@ -179,7 +181,22 @@ func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
 		}
 		diff -= sz
 	}
+	if k == len(segs)-1 && l.activeExpired(segs[k], cfg, now) {
+		// Every segment is past retention.ms, the active one too: as Kafka
+		// does, roll so that the expired active segment can go as well.
+		if err := l.Roll(); err != nil {
+			return 0, err
+		}
+		k++
+	}
 	return k, l.deleteFront(k)
+}
+
+// activeExpired reports whether the active segment holds data older than
+// retention.ms.
+func (l *Log) activeExpired(act *segment, cfg Config, now time.Time) bool {
+	sz, maxTs, _ := act.stats()
+	return cfg.RetentionMs >= 0 && sz > 0 && maxTs >= 0 && now.UnixMilli()-maxTs > cfg.RetentionMs
 }
 
 func modTimeMs(path string) int64 {

@@ -42,6 +42,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 			return nil, err
 		}
 	}
+	l.cleaned = min(l.cleaned, l.end)
 	l.lastCheckpoint = time.Now()
 	return l, nil
 }
@@ -55,6 +56,12 @@ func (l *Log) closeAll() {
 // load reads the directory and sets segments, offsets and the recovery
 // point. It reports whether batches were scanned for crash recovery.
 func (l *Log) load() (recovered bool, err error) {
+	if err := l.finishSwaps(); err != nil {
+		return false, err
+	}
+	if c, err := readOffsetCheckpoint(l.dir, cleanerCheckpointFile); err == nil {
+		l.cleaned = c
+	}
 	bases, err := l.listSegments()
 	if err != nil {
 		return false, err

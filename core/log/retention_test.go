@@ -88,156 +88,23 @@ func TestRetentionMs(t *testing.T) {
 	if _, err := l.Read(0, 100, l.EndOffset()); !errors.Is(err, ErrOffsetOutOfRange) {
 		t.Fatalf("read of deleted offset: %v", err)
 	}
-	// Far in the future everything but the active segment goes.
-	n, err = l.ApplyRetention(time.UnixMilli(1 << 40))
-	if err != nil || n != 2 {
-		t.Fatalf("deleted %d segments (%v), want 2", n, err)
-	}
-	if logs := segmentFiles(t, dir, ".log"); len(logs) != 1 || logs[0] != dir+"/"+segName(m.heads[3].BaseOffset)+".log" {
-		t.Fatalf("remaining segments %v", logs)
-	}
-	if !bytes.Equal(readAll(t, l), m.bytesFrom(3)) {
-		t.Fatal("active segment content differs")
-	}
-	// The start offset survives a crash (derived from the first segment).
-	crash(l)
-	l = openLog(t, dir, l.config())
-	if l.StartOffset() != m.heads[3].BaseOffset {
-		t.Fatalf("start offset %d after reopen", l.StartOffset())
-	}
-}
-
-func TestRetentionBytes(t *testing.T) {
-	dir := t.TempDir()
-	l, m := timedLog(t, dir, 1000, 2000, 3000, 4000, 5000)
-	seg := int64(len(m.batches[0]))
-	cfg := l.config()
-	// Kafka deletes a segment only if the rest still reaches the limit:
-	// with 2 segments' worth exactly two remain; one byte more keeps three.
-	cfg.RetentionBytes = 2*seg + 1
-	l.SetConfig(cfg)
-	if n, err := l.ApplyRetention(time.UnixMilli(0)); err != nil || n != 2 {
-		t.Fatalf("deleted %d segments (%v), want 2", n, err)
-	}
-	cfg.RetentionBytes = 2 * seg
-	l.SetConfig(cfg)
-	n, err := l.ApplyRetention(time.UnixMilli(0))
-	if err != nil || n != 1 {
-		t.Fatalf("deleted %d segments (%v), want 1 more", n, err)
-	}
-	if l.Size() != 2*seg || l.StartOffset() != m.heads[3].BaseOffset {
-		t.Fatalf("size %d start %d", l.Size(), l.StartOffset())
-	}
-	if len(segmentFiles(t, dir, ".log")) != 2 || len(segmentFiles(t, dir, ".index")) != 2 {
-		t.Fatal("segment files not deleted")
-	}
-}
-
-func TestDeleteRecordsBefore(t *testing.T) {
-	dir := t.TempDir()
-	l, m := timedLog(t, dir, 1000, 2000, 3000, 4000)
-	mid := m.heads[1].BaseOffset + 1 // inside the second segment's batch
-	start, err := l.DeleteRecordsBefore(mid)
-	if err != nil || start != mid || l.StartOffset() != mid {
-		t.Fatalf("start %d (%v), want %d", start, err, mid)
-	}
-	if len(segmentFiles(t, dir, ".log")) != 3 {
-		t.Fatal("first segment not deleted")
-	}
-	if _, err := l.Read(mid-1, 100, l.EndOffset()); !errors.Is(err, ErrOffsetOutOfRange) {
-		t.Fatalf("read below start: %v", err)
-	}
-	if got := readBytes(t, l, mid, 1, l.EndOffset()); !bytes.Equal(got, m.batches[1]) {
-		t.Fatal("read at new start does not return its batch")
-	}
-	if _, err := l.DeleteRecordsBefore(l.EndOffset() + 1); !errors.Is(err, ErrOffsetOutOfRange) {
-		t.Fatalf("delete beyond end: %v", err)
-	}
-	if s, _ := l.DeleteRecordsBefore(1); s != mid {
-		t.Fatalf("moving start backwards returned %d", s)
-	}
-	// Persisted: survives a crash.
-	crash(l)
-	l = openLog(t, dir, l.config())
-	if l.StartOffset() != mid {
-		t.Fatalf("start offset %d after reopen, want %d", l.StartOffset(), mid)
-	}
-	// Up to the end: the active segment stays, nothing is readable.
+	// Far in the future every segment is expired, the active one too: it
+	// is rolled and deleted (Kafka's rule), leaving one empty segment at
+	// the log end.
 	end := l.EndOffset()
-	if _, err := l.DeleteRecordsBefore(end); err != nil {
-		t.Fatal(err)
+	n, err = l.ApplyRetention(time.UnixMilli(1 << 40))
+	if err != nil || n != 3 {
+		t.Fatalf("deleted %d segments (%v), want 3", n, err)
 	}
-	if got := readBytes(t, l, end, 100, end); len(got) != 0 || len(segmentFiles(t, dir, ".log")) != 1 {
-		t.Fatal("delete to end left data or segments")
+	if logs := segmentFiles(t, dir, ".log"); len(logs) != 1 || logs[0] != dir+"/"+segName(end)+".log" {
+		t.Fatalf("remaining segments %v, want one at %d", logs, end)
 	}
-}
-
-func TestOffsetForTime(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(nil)
-	cfg.IndexIntervalBytes = 1 // index every batch
-	cfg.SegmentBytes = 1 << 20
-	l := openLog(t, dir, cfg)
-	var m model
-	// Segment 0: batches with max timestamps 101, 201; segment 1: 301,
-	// 1001 (out of order), 601; segment 2 (active): 701.
-	for _, ts := range []int64{100, 200, -1, 300, 1000, 600, -1, 700} {
-		if ts < 0 {
-			if err := l.Roll(); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		appendBatch(t, l, &m, plain(2, 10, ts))
+	if l.StartOffset() != end || l.EndOffset() != end {
+		t.Fatalf("start %d end %d, want both %d", l.StartOffset(), l.EndOffset(), end)
 	}
-	// Record i of a batch at ts has timestamp ts+i; batches hold 2 records.
-	cases := []struct{ ts, off, gotTs int64 }{
-		{0, 0, 100},
-		{101, 1, 101},
-		{102, 2, 200},
-		{202, 4, 300}, // between segments: the next segment's first record
-		{301, 5, 301},
-		{302, 6, 1000},
-		{650, 6, 1000}, // first in offset order, not the closest timestamp
-		{1001, 7, 1001},
-		{1002, -1, -1},
-	}
-	for _, c := range cases {
-		off, ts, err := l.OffsetForTime(c.ts)
-		if err != nil || off != c.off || ts != c.gotTs {
-			t.Errorf("OffsetForTime(%d) = %d, %d, %v; want %d, %d", c.ts, off, ts, err, c.off, c.gotTs)
-		}
-	}
-	if ts, off := l.MaxTimestamp(); ts != 1001 || off != 7 {
-		t.Errorf("MaxTimestamp = %d, %d; want 1001, 7", ts, off)
-	}
-	// The log start bounds the answer.
-	if _, err := l.DeleteRecordsBefore(1); err != nil {
-		t.Fatal(err)
-	}
-	if off, ts, _ := l.OffsetForTime(0); off != 1 || ts != 101 {
-		t.Errorf("OffsetForTime(0) after DeleteRecords(1) = %d, %d; want 1, 101", off, ts)
-	}
-	// After a restart the time indexes answer the same.
-	l.Close()
-	l = openLog(t, dir, cfg)
-	for _, c := range cases[1:] {
-		if off, ts, _ := l.OffsetForTime(c.ts); off != c.off || ts != c.gotTs {
-			t.Errorf("after reopen OffsetForTime(%d) = %d, %d", c.ts, off, ts)
-		}
-	}
-	if ts, off := l.MaxTimestamp(); ts != 1001 || off != 7 {
-		t.Errorf("after reopen MaxTimestamp = %d, %d", ts, off)
-	}
-}
-
-func TestMaxTimestampEmpty(t *testing.T) {
-	l := openLog(t, t.TempDir(), testConfig(nil))
-	if ts, off := l.MaxTimestamp(); ts != -1 || off != -1 {
-		t.Fatalf("empty log MaxTimestamp = %d, %d", ts, off)
-	}
-	if off, ts, err := l.OffsetForTime(0); off != -1 || ts != -1 || err != nil {
-		t.Fatalf("empty log OffsetForTime = %d, %d, %v", off, ts, err)
+	// Appends go on at the same offsets.
+	if res, err := l.Append(makeBatch(plain(1, 10, 5000)), AppendOptions{LeaderEpoch: -1}); err != nil || res.BaseOffset != end {
+		t.Fatalf("append after full expiry: %+v %v", res, err)
 	}
 }
 
@@ -252,8 +119,8 @@ func TestSliceSurvivesRetention(t *testing.T) {
 	cfg := l.config()
 	cfg.RetentionMs = 0
 	l.SetConfig(cfg)
-	if n, err := l.ApplyRetention(time.UnixMilli(1 << 40)); n != 2 || err != nil {
-		t.Fatalf("deleted %d (%v)", n, err)
+	if n, err := l.ApplyRetention(time.UnixMilli(1 << 40)); n != 3 || err != nil {
+		t.Fatalf("deleted %d (%v), want all 3", n, err)
 	}
 	if err := l.Maintain(time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)

@@ -153,5 +153,6 @@ func (l *Log) cutSegment(seg *segment, size, interval int64) (segMeta, error) {
 func (l *Log) resetOffsetsLocked(end int64) {
 	l.recoveryPoint = min(l.recoveryPoint, end)
 	l.syncedOffset = min(l.syncedOffset, end)
+	l.cleaned = min(l.cleaned, end)
 	l.dirGen++
 }

@@ -72,6 +72,11 @@ func (c *conn) close() {
 
 // serve runs the reader in the calling goroutine and the processor in one
 // it owns; it returns when both have stopped.
+//
+// When the read side ends (the peer closed, a bad frame, shutdown), the
+// requests already received are still handled, as Kafka does: an acks=0
+// producer that writes and closes loses nothing. The context is canceled
+// first so that long polls among them end at once.
 func (c *conn) serve() {
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -80,8 +85,10 @@ func (c *conn) serve() {
 		c.process()
 	}()
 	c.read()
-	c.close()
+	close(c.reqs)
+	c.cancel()
 	wg.Wait()
+	c.close()
 }
 
 // read decodes requests and queues them until an error.
@@ -209,16 +216,7 @@ func (c *conn) readDeadline() {
 // responses in order, until the connection closes or a handler or write
 // fails.
 func (c *conn) process() {
-	for {
-		var req *Request
-		select {
-		case <-c.ctx.Done():
-			return
-		case req = <-c.reqs:
-		}
-		if c.ctx.Err() != nil {
-			return
-		}
+	for req := range c.reqs {
 		if err := c.serveRequest(req); err != nil {
 			if c.ctx.Err() == nil {
 				c.log.Warn("wire: closing connection", "key", req.Key, "version", req.Version,
@@ -230,7 +228,6 @@ func (c *conn) process() {
 	}
 }
 
-// serveRequest calls the handler and writes its response.
 func (c *conn) serveRequest(req *Request) error {
 	defer func() {
 		c.lastActive.Store(time.Now().UnixNano())
@@ -244,7 +241,14 @@ func (c *conn) serveRequest(req *Request) error {
 	if resp.Done != nil {
 		defer resp.Done()
 	}
-	return c.w.write(req.CorrelationID, flexibleResponseHeader(req, resp), resp)
+	if err := c.w.write(req.CorrelationID, flexibleResponseHeader(req, resp), resp); err != nil {
+		return err
+	}
+	if resp.CloseAfter {
+		c.log.Info("wire: closing connection after response", "key", req.Key, "correlation_id", req.CorrelationID)
+		c.close()
+	}
+	return nil
 }
 
 // callHandler calls the Handler, turning a panic into an error so one bad

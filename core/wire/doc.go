@@ -70,6 +70,11 @@
 // which the Handler receives, so long-poll fetches end; Server.Close closes
 // every connection and waits for every goroutine.
 //
+// A Response with CloseAfter set is written, then the connection closes
+// (a failed SASL authentication). A Handler that implements ConnCloser is
+// told when each connection has closed and its last Handle call returned,
+// to release per-connection state.
+//
 // Config.IdleTimeout (connections.max.idle.ms) closes a connection that has
 // had no request in progress and no request or response for that long; a
 // request being handled (a long poll) keeps it open. Each response write

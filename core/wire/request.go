@@ -39,11 +39,15 @@ type Request struct {
 
 // ConnInfo describes a client connection.
 type ConnInfo struct {
-	ID        uint64 // unique per Server, starting at 1
-	Remote    net.Addr
-	Local     net.Addr
-	Listener  string        // Config.Listener
-	Principal sdk.Principal // sdk.Anonymous until authentication exists
+	ID       uint64 // unique per Server, starting at 1
+	Remote   net.Addr
+	Local    net.Addr
+	Listener string // Config.Listener
+	// Principal is who the connection acts as: sdk.Anonymous until the
+	// Handler authenticates it (SASL) and sets it. Only the Handler writes
+	// it, from Handle, which runs for one request of a connection at a
+	// time; the server itself never reads it after setup.
+	Principal sdk.Principal
 }
 
 // DecodeRequest decodes one request payload: the bytes of a frame after its

@@ -25,6 +25,14 @@ type Handler interface {
 	Handle(ctx context.Context, req *Request) (*Response, error)
 }
 
+// ConnCloser is an optional interface of a Handler: ConnClosed is called
+// once per connection after it closed and its last Handle call returned,
+// so per-connection state (a SASL conversation) can be released. It runs
+// on the connection's goroutine; Server.Close waits for it.
+type ConnCloser interface {
+	ConnClosed(info *ConnInfo)
+}
+
 // Response is what a Handler answers. Exactly one of Msg and Frame is set.
 type Response struct {
 	// Msg is encoded at Msg.GetVersion().
@@ -34,6 +42,10 @@ type Response struct {
 	// Done, if set, is called once after the response is written or
 	// dropped (to release file references).
 	Done func()
+	// CloseAfter closes the connection once the response is written, as
+	// Kafka does after a failed SASL authentication: the client reads the
+	// error, then sees the connection end.
+	CloseAfter bool
 }
 
 // Config configures a Server.
@@ -175,6 +187,9 @@ func (s *Server) startConn(nc net.Conn) {
 	go func() {
 		defer s.wg.Done()
 		c.serve()
+		if cc, ok := s.h.(ConnCloser); ok {
+			cc.ConnClosed(c.info)
+		}
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()

@@ -257,3 +257,23 @@ func (p *Proc) Restart(t testing.TB) {
 	}
 	p.start(t)
 }
+
+// Pid is the process ID of the running vltavad (0 before Start).
+func (p *Proc) Pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Kill9Leader kills only the vltavad process with SIGKILL, leaving its
+// children (plugin processes) to notice on their own, as they must when
+// the broker crashes. The cleanup still kills the whole process group, so
+// a child that fails to exit does not outlive the test.
+func (p *Proc) Kill9Leader() {
+	if p.cmd == nil || !p.Running() {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}

@@ -5,20 +5,33 @@
 # Targets (each on a fresh server, loopback port chosen at run time, fresh
 # temp data dir, a TOPIC with PARTITIONS partitions):
 #   kfake-blackhole  kfake acking produce and dropping the data: the
-#                    client-bound ceiling (produce only)
+#                    client-bound produce ceiling (produce only)
+#   kfake-synthetic  kfake answering every fetch from one canned batch of
+#                    SIZE-byte records, no storage (consume only)
 #   kfake-datadir    kfake persisting to a data dir
 #   vltava           vltavad with defaults (zero copy on)
 #   vltava-copy      vltavad with zero.copy.enable: false (opt-in target)
-# Each target runs `vltava perf produce` then (except the blackhole)
-# `vltava perf consume` of the same records. Runs are interleaved (run 1 of
-# every target, then run 2, ...) so machine noise hits all targets alike;
-# the table shows medians over RUNS. Two machine ceilings are measured each
-# run too: page-cache append and loopback TCP (tools/bench/ceilings).
+#   vltava-alt       the vltavad binary at $ALT_VLTAVAD, e.g. one built
+#                    from a tree with a candidate fix (opt-in A/B target)
+# Each target runs `vltava perf produce` then `vltava perf consume` of the
+# same records (the kfake ceilings run only their half). Runs are
+# interleaved (run 1 of every target, then run 2, ...) so machine noise hits
+# all targets alike; the table shows medians over RUNS. Besides MiB/s it
+# shows the CPU seconds (user+sys) the server (from /proc) and the client
+# (bash's time) spent in each phase: steadier than MiB/s on a shared
+# machine, and client and server share the same cores. Two machine ceilings
+# are measured each run too: page-cache append and loopback TCP
+# (tools/bench/ceilings).
+#
+# Client settings, identical for every target: franz-go defaults except
+# acks=ACKS (idempotence off unless acks=all), compression=COMPRESSION,
+# linger=LINGER, the default sticky partitioner (records have no key).
 #
 # Environment (defaults in brackets):
 #   RECORDS [300000]  SIZE [1024]  PARTITIONS [6]  RUNS [3]
 #   ACKS [1]  COMPRESSION [none]  LINGER [0s]
-#   TARGETS ["kfake-blackhole kfake-datadir vltava"]
+#   TARGETS ["kfake-blackhole kfake-synthetic kfake-datadir vltava"]
+#   ALT_VLTAVAD       vltavad binary for the vltava-alt target
 #   CPUPROFILE_DIR    if set, vltavad writes DIR/<target>-run<N>.prof
 #   KEEP_RESULTS      if set, the raw JSON of every run is copied there
 #
@@ -32,15 +45,17 @@ RUNS=${RUNS:-3}
 ACKS=${ACKS:-1}
 COMPRESSION=${COMPRESSION:-none}
 LINGER=${LINGER:-0s}
-TARGETS=${TARGETS:-"kfake-blackhole kfake-datadir vltava"}
+TARGETS=${TARGETS:-"kfake-blackhole kfake-synthetic kfake-datadir vltava"}
 CPUPROFILE_DIR=${CPUPROFILE_DIR:-}
 KEEP_RESULTS=${KEEP_RESULTS:-}
+ALT_VLTAVAD=${ALT_VLTAVAD:-}
 TOPIC=bench
 READY_TIMEOUT=30 # seconds
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vltava-bench.XXXXXX")
 SERVER_PID=""
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -74,12 +89,15 @@ json_field() {
 	grep -o "\"$2\":[-0-9.eE+]*" "$1" | head -n1 | cut -d: -f2
 }
 
-# median prints the median of its numeric arguments (empty ones skipped).
+# median FORMAT VALUE... prints the median of the values (empty ones
+# skipped) with the printf FORMAT.
 median() {
-	printf '%s\n' "$@" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {
+	local fmt=$1
+	shift
+	printf '%s\n' "$@" | { grep -v '^$' || true; } | sort -g | awk -v fmt="$fmt" '{v[NR]=$1} END {
 		if (NR == 0) { print "-"; exit }
 		if (NR % 2) m = v[(NR+1)/2]; else m = (v[NR/2] + v[NR/2+1]) / 2
-		printf "%.1f\n", m }'
+		printf fmt "\n", m }'
 }
 
 # ratio A B prints A/B with two decimals, "-" when either is missing.
@@ -107,9 +125,18 @@ start_server() {
 	local cmd
 	case $target in
 	kfake-blackhole) cmd=("$WORK/bin/fakebroker" --listen 127.0.0.1:0 --blackhole --partitions "$PARTITIONS") ;;
+	kfake-synthetic) cmd=("$WORK/bin/fakebroker" --listen 127.0.0.1:0 --synthetic "$SIZE" --partitions "$PARTITIONS") ;;
 	kfake-datadir) cmd=("$WORK/bin/fakebroker" --listen 127.0.0.1:0 --data-dir "$dir" --partitions "$PARTITIONS") ;;
-	vltava | vltava-copy)
-		cmd=("$WORK/bin/vltavad" --listen 127.0.0.1:0 --data-dir "$dir" --log-level warn)
+	vltava | vltava-copy | vltava-alt)
+		local bin="$WORK/bin/vltavad"
+		if [[ $target == vltava-alt ]]; then
+			[[ -x $ALT_VLTAVAD ]] || {
+				log "vltava-alt needs ALT_VLTAVAD=path/to/vltavad"
+				return 1
+			}
+			bin=$ALT_VLTAVAD
+		fi
+		cmd=("$bin" --listen 127.0.0.1:0 --data-dir "$dir" --log-level warn)
 		if [[ $target == vltava-copy ]]; then
 			printf 'zero.copy.enable: false\n' >"$WORK/copy.yaml"
 			cmd+=(--config "$WORK/copy.yaml")
@@ -128,6 +155,10 @@ start_server() {
 	SERVER_PID=$!
 	ADDR=""
 	for _ in $(seq $((READY_TIMEOUT * 10))); do
+		if [[ ! -e $out ]]; then
+			log "$out vanished: something else deleted files under $WORK"
+			return 1
+		fi
 		ADDR=$(sed -n 's/.*ready: listening on \([^ ,]*\).*/\1/p' "$out" | head -n1)
 		[[ -n $ADDR ]] && return 0
 		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -142,27 +173,50 @@ start_server() {
 	return 1
 }
 
-# run_target TARGET RUN runs one produce (and consume) against TARGET and
-# appends "target run produce consume" to $WORK/results.
+# server_cpu prints the server's CPU seconds so far (user+sys), "" if unknown.
+server_cpu() {
+	[[ -r /proc/$SERVER_PID/stat ]] || return 0
+	awk -v hz="$CLK_TCK" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$SERVER_PID/stat"
+}
+
+# cpu_delta A B prints B-A with two decimals, "-" when either is missing.
+cpu_delta() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.2f", b - a }'
+}
+
+# run_target TARGET RUN runs one produce and/or consume against TARGET and
+# appends "target run produce consume server-cpu(produce consume)
+# client-cpu(produce consume)" to $WORK/results ("-" for a phase not run).
 run_target() {
 	local target=$1 run=$2 res="$WORK/$1-$2"
 	start_server "$target" "$run"
 	local cli=("$WORK/bin/vltava" -b "$ADDR")
 	"${cli[@]}" topic create "$TOPIC" -p "$PARTITIONS" >/dev/null
-	"${cli[@]}" perf produce "$TOPIC" --records "$RECORDS" --record-size "$SIZE" \
-		--acks "$ACKS" --compression "$COMPRESSION" --linger "$LINGER" --json \
-		>"$res.produce.json" 2>"$res.produce.err"
-	local prod cons=""
-	prod=$(printf '%.1f' "$(json_field "$res.produce.json" mb_per_sec)")
+	local prod=- cons=- pcpu=- ccpu=- pcl=- ccl=- c0 c1
+	local TIMEFORMAT='%U %S'
+	if [[ $target != kfake-synthetic ]]; then
+		c0=$(server_cpu)
+		{ time "${cli[@]}" perf produce "$TOPIC" --records "$RECORDS" --record-size "$SIZE" \
+			--acks "$ACKS" --compression "$COMPRESSION" --linger "$LINGER" --json \
+			>"$res.produce.json" 2>"$res.produce.err"; } 2>"$res.produce.time"
+		c1=$(server_cpu)
+		prod=$(printf '%.1f' "$(json_field "$res.produce.json" mb_per_sec)")
+		pcpu=$(cpu_delta "$c0" "$c1")
+		pcl=$(awk '{printf "%.2f", $1 + $2}' "$res.produce.time")
+	fi
 	if [[ $target != kfake-blackhole ]]; then
-		"${cli[@]}" perf consume "$TOPIC" --records "$RECORDS" --json \
-			>"$res.consume.json" 2>"$res.consume.err"
+		c0=$(server_cpu)
+		{ time "${cli[@]}" perf consume "$TOPIC" --records "$RECORDS" --json \
+			>"$res.consume.json" 2>"$res.consume.err"; } 2>"$res.consume.time"
+		c1=$(server_cpu)
 		cons=$(printf '%.1f' "$(json_field "$res.consume.json" mb_per_sec)")
+		ccpu=$(cpu_delta "$c0" "$c1")
+		ccl=$(awk '{printf "%.2f", $1 + $2}' "$res.consume.time")
 	fi
 	stop_server
 	rm -rf "$WORK/data-$target-$run"
-	log "run $run $target: produce ${prod} MiB/s, consume ${cons:--} MiB/s"
-	echo "$target $run $prod ${cons:--}" >>"$WORK/results"
+	log "run $run $target: produce $prod MiB/s (cpu server $pcpu s, client $pcl s), consume $cons MiB/s (cpu server $ccpu s, client $ccl s)"
+	echo "$target $run $prod $cons $pcpu $ccpu $pcl $ccl" >>"$WORK/results"
 }
 
 # ceilings RUN appends "ceilings run pagecache loopback" to $WORK/results.
@@ -172,18 +226,21 @@ ceilings() {
 	pc=$(printf '%.1f' "$(json_field "$out" pagecache_mib_per_sec)")
 	lo=$(printf '%.1f' "$(json_field "$out" loopback_mib_per_sec)")
 	log "run $1 ceilings: page-cache append ${pc} MiB/s, loopback TCP ${lo} MiB/s"
-	echo "ceilings $1 $pc $lo" >>"$WORK/results"
+	echo "ceilings $1 $pc $lo - - - -" >>"$WORK/results"
 }
 
-# col TARGET FIELD prints the median of column FIELD (3 or 4) for TARGET.
+# col TARGET FIELD prints the median of column FIELD (3-8) for TARGET.
 col() {
+	local fmt=%.1f
+	[[ $2 -ge 5 ]] && fmt=%.2f
 	# shellcheck disable=SC2046
-	median $(awk -v t="$1" -v f="$2" '$1 == t && $f != "-" {print $f}' "$WORK/results")
+	median "$fmt" $(awk -v t="$1" -v f="$2" '$1 == t && $f != "-" {print $f}' "$WORK/results")
 }
 
 report() {
-	local bh kd kdc v vc pc lo
+	local bh syn kd kdc v vc pc lo
 	bh=$(col kfake-blackhole 3)
+	syn=$(col kfake-synthetic 4)
 	kd=$(col kfake-datadir 3)
 	kdc=$(col kfake-datadir 4)
 	v=$(col vltava 3)
@@ -191,25 +248,34 @@ report() {
 	pc=$(col ceilings 3)
 	lo=$(col ceilings 4)
 	echo
-	echo "records=$RECORDS size=$SIZE partitions=$PARTITIONS acks=$ACKS compression=$COMPRESSION linger=$LINGER runs=$RUNS (medians, MiB/s)"
-	printf '%-18s %14s %14s\n' target produce consume
+	echo "records=$RECORDS size=$SIZE partitions=$PARTITIONS acks=$ACKS compression=$COMPRESSION linger=$LINGER runs=$RUNS"
+	echo "medians; MiB/s = 2^20 bytes/s of record values; cpu = CPU seconds (user+sys) in the phase"
+	printf '%-18s %9s %9s   %-15s %-15s\n' "" "MiB/s" "" "server cpu s" "client cpu s"
+	printf '%-18s %9s %9s   %7s %7s %7s %7s\n' target produce consume produce consume produce consume
 	for t in $TARGETS; do
-		printf '%-18s %14s %14s\n' "$t" "$(col "$t" 3)" "$(col "$t" 4)"
+		printf '%-18s %9s %9s   %7s %7s %7s %7s\n' "$t" "$(col "$t" 3)" "$(col "$t" 4)" \
+			"$(col "$t" 5)" "$(col "$t" 6)" "$(col "$t" 7)" "$(col "$t" 8)"
 	done
-	printf '%-18s %14s %14s\n' "page-cache append" "$pc" "-"
-	printf '%-18s %14s %14s\n' "loopback TCP" "$lo" "-"
+	printf '%-18s %9s\n' "page-cache append" "$pc"
+	printf '%-18s %9s\n' "loopback TCP" "$lo"
 	echo
-	echo "vltava / kfake-blackhole produce: $(ratio "$v" "$bh")   (target >= 0.9)"
-	echo "vltava / kfake-datadir   produce: $(ratio "$v" "$kd")   (target >= 1.2)"
-	echo "vltava / kfake-datadir   consume: $(ratio "$vc" "$kdc")   (target >= 3)"
+	echo "vltava / kfake-blackhole produce:   $(ratio "$v" "$bh")   (target >= 0.9)"
+	echo "vltava / kfake-datadir   produce:   $(ratio "$v" "$kd")   (target >= 1.2)"
+	echo "vltava / kfake-datadir   consume:   $(ratio "$vc" "$kdc")   (target >= 3)"
+	echo "vltava / kfake-synthetic consume:   $(ratio "$vc" "$syn")"
 	echo "vltava produce / page-cache append: $(ratio "$v" "$pc")"
 	echo "vltava produce / loopback TCP:      $(ratio "$v" "$lo")"
 	echo "vltava consume / loopback TCP:      $(ratio "$vc" "$lo")"
 	if [[ " $TARGETS " == *" vltava-copy "* ]]; then
 		echo "vltava zero-copy / copy consume:    $(ratio "$vc" "$(col vltava-copy 4)")"
 	fi
+	if [[ " $TARGETS " == *" vltava-alt "* ]]; then
+		echo "vltava-alt / kfake-blackhole produce: $(ratio "$(col vltava-alt 3)" "$bh")"
+		echo "vltava-alt / kfake-datadir produce:   $(ratio "$(col vltava-alt 3)" "$kd")"
+		echo "vltava-alt / kfake-datadir consume:   $(ratio "$(col vltava-alt 4)" "$kdc")"
+	fi
 	echo
-	echo "per run (target run produce consume):"
+	echo "per run (target run produce consume server-cpu-produce server-cpu-consume client-cpu-produce client-cpu-consume):"
 	sort -k1,1 -k2,2n "$WORK/results" | sed 's/^/  /'
 }
 

@@ -2,11 +2,14 @@
 // as a standalone single-broker process. It exists only for benchmark
 // comparisons (tools/bench/compare.sh): it gives the client-bound ceiling
 // (--blackhole: produce requests are acknowledged and their records
-// dropped) and a reference broker that keeps its data (--data-dir). It is
-// not part of Vltava and is never used to serve real data.
+// dropped), the client-bound consume ceiling (--synthetic SIZE: every fetch
+// is answered from one canned batch of SIZE-byte records, so the broker
+// does no work per fetch) and a reference broker that keeps its data
+// (--data-dir). It is not part of Vltava and is never used to serve real
+// data.
 //
-//	fakebroker [--listen HOST:PORT] [--blackhole] [--data-dir DIR]
-//	           [--partitions N] [--topic NAME]
+//	fakebroker [--listen HOST:PORT] [--blackhole] [--synthetic SIZE]
+//	           [--data-dir DIR] [--partitions N] [--topic NAME]
 //
 // Once listening it prints one line to stdout,
 //
@@ -36,6 +39,7 @@ func main() {
 type options struct {
 	listen     string
 	blackhole  bool
+	synthetic  int
 	dataDir    string
 	partitions int
 	topic      string
@@ -47,6 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "listen on `HOST:PORT` (port 0: any free port)")
 	fs.BoolVar(&o.blackhole, "blackhole", false, "acknowledge produce requests and drop the records (client-bound ceiling)")
+	fs.IntVar(&o.synthetic, "synthetic", 0, "answer every fetch with one canned ~1 MiB batch of `SIZE`-byte records (client-bound consume ceiling; 0: off)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "persist the cluster's data in `DIR` (default: memory only)")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of auto-created topics and of --topic")
 	fs.StringVar(&o.topic, "topic", "", "create this topic at start with --partitions partitions")
@@ -58,6 +63,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.partitions < 1 {
 		return o, fmt.Errorf("--partitions %d: must be at least 1", o.partitions)
+	}
+	if o.synthetic < 0 {
+		return o, fmt.Errorf("--synthetic %d: must not be negative", o.synthetic)
 	}
 	if o.blackhole && o.dataDir != "" {
 		return o, errors.New("--blackhole and --data-dir exclude each other")
@@ -81,6 +89,9 @@ func (o options) clusterOpts() []kfake.Opt {
 	}
 	if o.blackhole {
 		opts = append(opts, kfake.BlackholeProduce())
+	}
+	if o.synthetic > 0 {
+		opts = append(opts, kfake.SyntheticFetch(kfake.SyntheticBatch{RecordBytes: o.synthetic}))
 	}
 	if o.dataDir != "" {
 		opts = append(opts, kfake.DataDir(o.dataDir))

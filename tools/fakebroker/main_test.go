@@ -121,10 +121,29 @@ func TestBlackholeAcksAndDrops(t *testing.T) {
 	}
 }
 
+func TestSyntheticFetchServesCannedRecords(t *testing.T) {
+	addr := start(t, "--synthetic", "100", "--topic", "syn", "--partitions", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := client(t, addr, kgo.ConsumeTopics("syn"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fs := cl.PollFetches(ctx)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs := fs.Records()
+	if len(recs) == 0 {
+		t.Fatal("no records from a synthetic topic nobody produced to")
+	}
+	if len(recs[0].Value) != 100 {
+		t.Errorf("record value is %d bytes, want 100", len(recs[0].Value))
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--partitions", "0"},
 		{"--blackhole", "--data-dir", "x"},
+		{"--synthetic", "-1"},
 		{"extra"},
 		{"--nope"},
 	} {

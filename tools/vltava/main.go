@@ -7,6 +7,8 @@
 //	vltava produce TOPIC < lines
 //	vltava consume TOPIC --from start -n 10
 //	vltava perf produce TOPIC --records 100000 --record-size 1024
+//	vltava group describe GROUP
+//	vltava group reset-offsets GROUP --topic TOPIC --to-earliest [--execute]
 package main
 
 import (
@@ -29,7 +31,7 @@ type command struct {
 }
 
 // commands is the whole command table; each group's file defines its rows.
-var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands)
+var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands, groupCommands, conformanceCommands)
 
 func concat(groups ...[]command) []command {
 	var all []command

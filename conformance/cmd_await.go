@@ -1,0 +1,154 @@
+package conformance
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
+
+// await CONDITION... [-timeout D]: waits until the condition holds, or
+// fails at the timeout with what it last saw. (testscript's own 'wait'
+// waits for exec'd processes, hence the name.)
+func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: %s", awaitUsage)
+	}
+	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
+	if npos == 0 {
+		ts.Fatalf("await: unknown condition %q; usage: %s", args[0], awaitUsage)
+	}
+	fs := flag.NewFlagSet("await", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after")
+	pos := parse(ts, fs, args, npos, awaitUsage)
+	s := st(ts)
+	if pos[0] == "job" {
+		awaitJob(ts, neg, pos[1], *timeout)
+		return
+	}
+	if neg {
+		ts.Fatalf("await: ! is only for 'await job'")
+	}
+	var cond func() (bool, string)
+	switch pos[0] {
+	case "serving":
+		cond = func() (bool, string) {
+			req := kmsg.NewPtrApiVersionsRequest()
+			ctx, cancel := ctxFor(5 * time.Second)
+			defer cancel()
+			_, err := req.RequestWith(ctx, s.client(ts))
+			if err == nil {
+				_, err = metadata(s.client(ts), nil)
+			}
+			return err == nil, fmt.Sprint(err)
+		}
+	case "isr", "leader-changed":
+		topic, part, want := s.topic(ts, pos[1]), atoi32(ts, pos[2]), atoi32(ts, pos[3])
+		cond = func() (bool, string) {
+			leader, isr, err := partitionState(s.client(ts), topic, part)
+			if err != nil {
+				return false, err.Error()
+			}
+			got := fmt.Sprintf("leader %d isr %v", leader, isr)
+			if pos[0] == "isr" {
+				return len(isr) == int(want), got
+			}
+			return leader >= 0 && leader != want, got
+		}
+	case "hw", "log-start":
+		topic, part := s.topic(ts, pos[1]), atoi32(ts, pos[2])
+		want, err := strconv.ParseInt(pos[3], 10, 64)
+		ts.Check(err)
+		cond = func() (bool, string) {
+			start, hw, err := offsetsOf(s.client(ts), topic, part, 0)
+			if err != nil {
+				return false, err.Error()
+			}
+			got := fmt.Sprintf("log-start %d high-watermark %d", start, hw)
+			if pos[0] == "hw" {
+				return hw >= want, got
+			}
+			return start >= want, got
+		}
+	case "controller-changed":
+		old := atoi32(ts, pos[1])
+		cond = func() (bool, string) {
+			m, err := metadata(s.client(ts), nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			return m.ControllerID >= 0 && m.ControllerID != old, fmt.Sprintf("controller %d", m.ControllerID)
+		}
+	case "lag-zero":
+		group, topic := pos[1], s.topic(ts, pos[2])
+		cond = func() (bool, string) { return lagZero(s, ts, group, topic) }
+	}
+	awaitCond(ts, *timeout, pos[0], cond)
+}
+
+// awaitCond polls cond every 100ms until it holds or timeout passes.
+func awaitCond(ts *testscript.TestScript, timeout time.Duration, what string, cond func() (bool, string)) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("await %s: not within %v; last: %s", what, timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func awaitJob(ts *testscript.TestScript, neg bool, name string, timeout time.Duration) {
+	s := st(ts)
+	s.mu.Lock()
+	j := s.jobs[name]
+	s.mu.Unlock()
+	if j == nil {
+		ts.Fatalf("await job: no job %q", name)
+	}
+	select {
+	case <-j.done:
+	case <-time.After(timeout):
+		ts.Fatalf("await job %s: still running after %v", name, timeout)
+	}
+	s.mu.Lock()
+	delete(s.jobs, name)
+	s.mu.Unlock()
+	fmt.Fprint(ts.Stdout(), j.out)
+	finish(ts, neg, j.err)
+}
+
+// lagZero reports whether group's committed offsets equal the high
+// watermarks of every partition of topic.
+func lagZero(s *state, ts *testscript.TestScript, group, topic string) (bool, string) {
+	ctx, cancel := ctxFor(10 * time.Second)
+	defer cancel()
+	adm := s.adm(ts)
+	committed, err := adm.FetchOffsetsForTopics(ctx, group, topic)
+	if err != nil {
+		return false, err.Error()
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return false, err.Error()
+	}
+	var lagging []string
+	ends.Each(func(o kadm.ListedOffset) {
+		c, ok := committed.Lookup(o.Topic, o.Partition)
+		if !ok || c.At < o.Offset {
+			lagging = append(lagging, fmt.Sprintf("%d: committed %d end %d", o.Partition, c.At, o.Offset))
+		}
+	})
+	slices.Sort(lagging)
+	return len(lagging) == 0, fmt.Sprint(lagging)
+}

@@ -1,0 +1,170 @@
+package conformance
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type kmsgRequester = kmsg.Requestor
+
+// errName names a Kafka error code ("NONE" for 0).
+func errName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	var ke *kerr.Error
+	if errors.As(kerr.ErrorForCode(code), &ke) {
+		return ke.Message
+	}
+	return fmt.Sprintf("UNKNOWN_CODE_%d", code)
+}
+
+// topic create NAME [-partitions N] [-rf N] [-config k=v]...
+// topic alter-config NAME k=v...
+func cmdTopic(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: topic create|alter-config NAME ...")
+	}
+	s := st(ts)
+	name := s.topic(ts, args[1])
+	ctx, cancel := ctxFor(30 * time.Second)
+	defer cancel()
+	switch args[0] {
+	case "create":
+		const usage = "topic create NAME [-partitions N] [-rf N] [-config key=value]..."
+		cfg := kvFlag{}
+		fs := flag.NewFlagSet("topic", flag.ContinueOnError)
+		parts := fs.Int("partitions", 1, "partitions")
+		rf := fs.Int("rf", 1, "replication factor")
+		fs.Var(cfg, "config", "topic config key=value")
+		parse(ts, fs, args, 2, usage)
+		configs := map[string]*string{}
+		for k, v := range cfg {
+			configs[k] = kadm.StringPtr(v)
+		}
+		resp, err := s.adm(ts).CreateTopic(ctx, int32(*parts), int16(*rf), configs, name)
+		if err == nil {
+			err = resp.Err
+		}
+		finish(ts, neg, err)
+		if err == nil {
+			awaitTopic(ts, name, int32(*parts))
+		}
+	case "alter-config":
+		var alters []kadm.AlterConfig
+		for _, kv := range args[2:] {
+			m := kvFlag{}
+			ts.Check(m.Set(kv))
+			for k, v := range m {
+				alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)})
+			}
+		}
+		resps, err := s.adm(ts).AlterTopicConfigs(ctx, alters, name)
+		if err == nil {
+			for _, r := range resps {
+				err = errors.Join(err, r.Err)
+			}
+		}
+		finish(ts, neg, err)
+	default:
+		ts.Fatalf("topic: unknown action %q", args[0])
+	}
+}
+
+// awaitTopic waits until every partition of topic has a leader.
+func awaitTopic(ts *testscript.TestScript, topic string, parts int32) {
+	s := st(ts)
+	awaitCond(ts, 30*time.Second, "leaders for "+topic, func() (bool, string) {
+		for p := int32(0); p < parts; p++ {
+			leader, _, err := partitionState(s.client(ts), topic, p)
+			if err != nil || leader < 0 {
+				return false, fmt.Sprintf("partition %d: leader %d %v", p, leader, err)
+			}
+		}
+		return true, ""
+	})
+}
+
+// offsetsOf returns a partition's log start offset and high watermark
+// from ListOffsets (earliest, latest) sent to its leader.
+func offsetsOf(cl kmsgRequester, topic string, part int32, isolation int8) (start, hw int64, err error) {
+	get := func(ts int64) (int64, error) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		req.IsolationLevel = isolation
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = part, ts, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		ctx, cancel := ctxFor(10 * time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return 0, fmt.Errorf("list offsets %s/%d: malformed response", topic, part)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			return 0, fmt.Errorf("list offsets %s/%d: %s", topic, part, errName(p.ErrorCode))
+		}
+		return p.Offset, nil
+	}
+	if start, err = get(-2); err != nil {
+		return
+	}
+	hw, err = get(-1)
+	return
+}
+
+// offsets TOPIC PART: prints log-start=N high-watermark=N and sets
+// $LOG_START and $HW.
+func cmdOffsets(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: offsets TOPIC PART")
+	}
+	s := st(ts)
+	start, hw, err := offsetsOf(s.client(ts), s.topic(ts, args[0]), atoi32(ts, args[1]), 0)
+	finish(ts, neg, err)
+	if err == nil {
+		ts.Setenv("LOG_START", strconv.FormatInt(start, 10))
+		ts.Setenv("HW", strconv.FormatInt(hw, 10))
+		fmt.Fprintf(ts.Stdout(), "log-start=%d high-watermark=%d\n", start, hw)
+	}
+}
+
+// delete-records TOPIC PART OFFSET: DeleteRecords up to OFFSET; prints
+// the new low watermark.
+func cmdDeleteRecords(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: delete-records TOPIC PART OFFSET")
+	}
+	s := st(ts)
+	topic, part := s.topic(ts, args[0]), atoi32(ts, args[1])
+	off, err := strconv.ParseInt(args[2], 10, 64)
+	ts.Check(err)
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: topic, Partition: part, At: off, LeaderEpoch: -1})
+	ctx, cancel := ctxFor(30 * time.Second)
+	defer cancel()
+	resps, err := s.adm(ts).DeleteRecords(ctx, os)
+	if err == nil {
+		err = resps.Error()
+	}
+	finish(ts, neg, err)
+	if err == nil {
+		r, _ := resps.Lookup(topic, part)
+		fmt.Fprintf(ts.Stdout(), "low-watermark=%d\n", r.LowWatermark)
+	}
+}

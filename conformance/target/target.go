@@ -1,0 +1,165 @@
+// Package target says how the conformance suite reaches a system under
+// test: how to start a cluster, address it, and kill, stop, continue or
+// restart one of its brokers. Three targets exist: vltava (vltavad
+// processes), kfake (franz-go's fake cluster, in process) and external
+// (any running cluster plus optional shell hooks).
+//
+// Capabilities are named facts ("kill9", "groups", ...) that scripts guard
+// on with [!cap:NAME]. Some come from the target (only a process can be
+// killed with SIGKILL); the protocol ones come from ApiVersions of a
+// running broker, so a capability appears the day a broker advertises it.
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrUnsupported is returned for an operation the target cannot do; the
+// capability guarding it should have been missing.
+var ErrUnsupported = errors.New("target: unsupported")
+
+// Options shape a cluster.
+type Options struct {
+	Brokers int               // number of brokers, at least 1
+	Config  map[string]string // broker config keys (Kafka names)
+}
+
+// Target starts clusters of one kind.
+type Target interface {
+	Name() string
+	// Facts are the capabilities the target has regardless of what the
+	// brokers advertise (kill9, stop, restart, multibroker, ...).
+	Facts() Caps
+	Start(ctx context.Context, o Options) (Cluster, error)
+}
+
+// Cluster is one running cluster.
+type Cluster interface {
+	// Bootstrap is the seed broker list.
+	Bootstrap() []string
+	// Kill9 kills broker node as a crash would (SIGKILL).
+	Kill9(node int32) error
+	// Stop pauses broker node (SIGSTOP); Cont resumes it.
+	Stop(node int32) error
+	Cont(node int32) error
+	// Restart stops broker node cleanly (SIGTERM) and starts it again
+	// with the same data; a killed broker is just started.
+	Restart(node int32) error
+	// Close stops everything the cluster started.
+	Close() error
+}
+
+// Faulter is a cluster that can fail requests on demand (kfake).
+type Faulter interface {
+	// Fault makes the next count requests of API key fail with the
+	// Kafka error errName (count -1: until cleared); if applied, the
+	// broker still does the work (REQUEST_TIMED_OUT on Produce).
+	Fault(key int16, errName string, count int) error
+	ClearFaults()
+}
+
+// Caps is a set of capability names (without the "cap:" prefix).
+type Caps map[string]bool
+
+// String lists the capabilities, sorted.
+func (c Caps) String() string {
+	var names []string
+	for k, v := range c {
+		if v {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// apiCaps maps a capability to the API keys a broker must advertise.
+var apiCaps = map[string][]int16{
+	"idempotence":   {22},                       // InitProducerId
+	"deleterecords": {21},                       // DeleteRecords
+	"alterconfig":   {44},                       // IncrementalAlterConfigs
+	"groups":        {8, 9, 10, 11, 12, 13, 14}, // commit, fetch offsets, coordinator, join, heartbeat, leave, sync
+	"kip848":        {8, 9, 10, 68},             // ConsumerGroupHeartbeat
+	"transactions":  {22, 24, 25, 26, 28},       // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
+	"leaderepoch":   {23},                       // OffsetForLeaderEpoch
+}
+
+// CapsFromAPIs derives protocol capabilities from advertised API keys.
+func CapsFromAPIs(keys []int16) Caps {
+	c := Caps{}
+	for name, need := range apiCaps {
+		ok := true
+		for _, k := range need {
+			ok = ok && slices.Contains(keys, k)
+		}
+		c[name] = ok
+	}
+	return c
+}
+
+// Probe starts a one-broker cluster of t (for external: connects), asks
+// ApiVersions, and returns the target's facts plus the protocol
+// capabilities. The probe cluster is closed before it returns.
+func Probe(ctx context.Context, t Target) (Caps, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cl, err := t.Start(ctx, Options{Brokers: 1})
+	if err != nil {
+		return nil, fmt.Errorf("target: probe %s: %w", t.Name(), err)
+	}
+	defer cl.Close()
+	keys, err := APIKeys(ctx, cl.Bootstrap())
+	if err != nil {
+		return nil, fmt.Errorf("target: probe %s: %w", t.Name(), err)
+	}
+	caps := CapsFromAPIs(keys)
+	for k, v := range t.Facts() {
+		caps[k] = v
+	}
+	return caps, nil
+}
+
+// APIKeys asks the first reachable seed broker which API keys it serves.
+func APIKeys(ctx context.Context, seeds []string) ([]int16, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var keys []int16
+	for _, k := range resp.ApiKeys {
+		keys = append(keys, k.ApiKey)
+	}
+	return keys, nil
+}
+
+// ByName returns the target called name, configured from the
+// environment where it needs more (see NewExternal). vltavad is the
+// daemon binary for the vltava target.
+func ByName(name, vltavad string, env func(string) string) (Target, error) {
+	switch name {
+	case "vltava":
+		if vltavad == "" {
+			return nil, errors.New("target: vltava needs the vltavad binary")
+		}
+		return &Vltava{Bin: vltavad}, nil
+	case "kfake":
+		return Kfake{}, nil
+	case "external":
+		return NewExternal(env)
+	}
+	return nil, fmt.Errorf("target: unknown target %q (want vltava, kfake or external)", name)
+}

@@ -1,0 +1,259 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Vltava starts vltavad processes, each on a free loopback port with its
+// own temporary data directory.
+type Vltava struct {
+	Bin string // the vltavad binary
+}
+
+// Name implements Target.
+func (*Vltava) Name() string { return "vltava" }
+
+// Facts implements Target. Vltava is a single broker today: replication
+// and multi-broker clusters are another issue, so those stay false until
+// the vltava target can form a cluster.
+func (*Vltava) Facts() Caps {
+	return Caps{"kill9": true, "stop": true, "restart": true, "rawtcp": true,
+		"multibroker": false, "replication": false, "faults": false}
+}
+
+// Start implements Target.
+func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
+	if o.Brokers > 1 {
+		return nil, fmt.Errorf("%w: vltava clusters of %d brokers (replication is not built yet)", ErrUnsupported, o.Brokers)
+	}
+	dir, err := os.MkdirTemp("", "vltava-conformance-")
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	c := &vltavaCluster{dir: dir}
+	args := []string{"--node-id", "1", "--data-dir", filepath.Join(dir, "data"), "--log-level", "debug"}
+	if len(o.Config) > 0 {
+		cfg := filepath.Join(dir, "broker.yaml")
+		if err := writeYAML(cfg, o.Config); err != nil {
+			c.Close()
+			return nil, err
+		}
+		args = append(args, "--config", cfg)
+	}
+	p, err := startProc(ctx, v.Bin, filepath.Join(dir, "vltavad.log"), args)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.procs = map[int32]*proc{1: p}
+	return c, nil
+}
+
+func writeYAML(path string, cfg map[string]string) error {
+	keys := make([]string, 0, len(cfg))
+	for k := range cfg {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s: %q\n", k, cfg[k])
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	return nil
+}
+
+type vltavaCluster struct {
+	dir   string
+	procs map[int32]*proc
+}
+
+func (c *vltavaCluster) Bootstrap() []string {
+	var addrs []string
+	for _, p := range c.procs {
+		addrs = append(addrs, p.addr)
+	}
+	sort.Strings(addrs)
+	return addrs
+}
+
+func (c *vltavaCluster) node(id int32) (*proc, error) {
+	p := c.procs[id]
+	if p == nil {
+		return nil, fmt.Errorf("target: no broker %d", id)
+	}
+	return p, nil
+}
+
+func (c *vltavaCluster) Kill9(id int32) error {
+	p, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	p.kill()
+	return nil
+}
+
+func (c *vltavaCluster) Stop(id int32) error { return c.signal(id, syscall.SIGSTOP) }
+func (c *vltavaCluster) Cont(id int32) error { return c.signal(id, syscall.SIGCONT) }
+func (c *vltavaCluster) signal(id int32, s syscall.Signal) error {
+	p, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if !p.running() {
+		return fmt.Errorf("target: broker %d is not running", id)
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, s)
+}
+
+func (c *vltavaCluster) Restart(id int32) error {
+	p, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if err := p.stop(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return p.start(ctx)
+}
+
+// Log returns broker id's output so far, for failure reports.
+func (c *vltavaCluster) Log(id int32) string {
+	p := c.procs[id]
+	if p == nil {
+		return ""
+	}
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}
+
+// Alive reports whether broker id's process is running (not crashed).
+func (c *vltavaCluster) Alive(id int32) bool {
+	p := c.procs[id]
+	return p != nil && p.running()
+}
+
+func (c *vltavaCluster) Close() error {
+	for _, p := range c.procs {
+		p.kill()
+	}
+	return os.RemoveAll(c.dir)
+}
+
+// proc is one vltavad process and how to start it again.
+type proc struct {
+	bin, addr, logPath string
+	args               []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd.Wait returns
+}
+
+func startProc(ctx context.Context, bin, logPath string, args []string) (*proc, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p := &proc{bin: bin, addr: addr, logPath: logPath, args: append([]string{"--listen", addr}, args...)}
+	return p, p.start(ctx)
+}
+
+func (p *proc) start(ctx context.Context) error {
+	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	fmt.Fprintf(log, "--- %s %s\n", p.bin, strings.Join(p.args, " "))
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // kill reaches plugins too
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("target: start vltavad: %w", err)
+	}
+	exited := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.mu.Unlock()
+	go func() { // owned by p: kill and stop wait for it through exited
+		cmd.Wait()
+		log.Close()
+		close(exited)
+	}()
+	for {
+		conn, err := net.DialTimeout("tcp", p.addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(p.logPath)
+			return fmt.Errorf("target: vltavad exited before serving; log:\n%s", b)
+		case <-ctx.Done():
+			p.kill()
+			return fmt.Errorf("target: vltavad not serving on %s: %w", p.addr, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL to the process group and waits for the exit.
+func (p *proc) kill() {
+	if !p.running() {
+		return
+	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// stop sends SIGTERM (and SIGCONT, in case it was stopped) and waits up
+// to 30s before SIGKILL.
+func (p *proc) stop() error {
+	if !p.running() {
+		return nil
+	}
+	syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+	select {
+	case <-p.exited:
+		p.kill()
+		return nil
+	case <-time.After(30 * time.Second):
+		p.kill()
+		return errors.New("target: vltavad ignored SIGTERM for 30s; killed")
+	}
+}

@@ -1,0 +1,220 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ConsumerGroupHeartbeat handles a KIP-848 heartbeat: join (epoch 0),
+// leave (-1, or -2 for a static member), or a regular heartbeat that
+// carries the member's owned partitions and gets its next assignment.
+// ctx bounds the assignor call.
+func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, now time.Time, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, Output) {
+	var out Output
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	fail := func(e *kerr.Error, msg string) (*kmsg.ConsumerGroupHeartbeatResponse, Output) {
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		return resp, out
+	}
+	if e, msg := c.checkHeartbeat(req); e != nil {
+		return fail(e, msg)
+	}
+	g := c.groups[req.Group]
+	if g == nil {
+		if req.MemberEpoch != 0 {
+			return fail(kerr.UnknownMemberID, "")
+		}
+		g = &group{id: req.Group, offsets: map[tp]offset{}, consumer: newConsumer(now)}
+		c.groups[req.Group] = g
+	}
+	if g.classic != nil {
+		if !g.empty() {
+			return fail(kerr.GroupIDNotFound, fmt.Sprintf("group %s is a classic group with members", req.Group))
+		}
+		g.classic, g.consumer = nil, newConsumer(now)
+	}
+	cg := g.consumer
+	if req.MemberEpoch < 0 {
+		if m := cg.members[req.MemberID]; m != nil {
+			c.removeConsumerMember(ctx, now, g, m)
+		}
+		resp.MemberID, resp.MemberEpoch = &req.MemberID, req.MemberEpoch
+		return resp, out
+	}
+	m, e := c.heartbeatMember(now, g, cl, req)
+	if e != nil {
+		return fail(e, "")
+	}
+	if c.updateSubscription(g, m, req) {
+		cg.bump = true
+	}
+	c.refreshAssignment(ctx, now, g)
+	full := req.Topics != nil
+	c.reconcile(now, cg, m, req.Topics)
+	m.sessionDeadline = now.Add(c.cfg.ConsumerSessionTimeout)
+	resp.MemberID = &m.id
+	resp.MemberEpoch = m.epoch
+	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	if m.changed || full {
+		resp.Assignment = &kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: assignmentTopics(m.assigned)}
+		m.changed = false
+	}
+	return resp, out
+}
+
+// checkHeartbeat validates a heartbeat's fields before any state changes.
+func (c *Coordinator) checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.Error, string) {
+	switch {
+	case req.Group == "":
+		return kerr.InvalidRequest, "group id is empty"
+	case req.MemberID == "" && req.Version >= 1:
+		return kerr.InvalidRequest, "member id is empty"
+	case req.MemberEpoch < -2:
+		return kerr.InvalidRequest, "member epoch is below -2"
+	case req.MemberEpoch == 0 && req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
+		return kerr.InvalidRequest, "a joining member must subscribe to topic names or a regex"
+	case req.MemberEpoch == 0 && req.RebalanceTimeoutMillis < 0:
+		return kerr.InvalidRequest, "a joining member must set its rebalance timeout"
+	case req.ServerAssignor != nil && *req.ServerAssignor != "" && !c.assignorKnown(*req.ServerAssignor):
+		return kerr.UnsupportedAssignor, fmt.Sprintf("assignor %q is not configured (group.consumer.assignors)", *req.ServerAssignor)
+	case len(c.cfg.Assignors) == 0:
+		return kerr.UnsupportedAssignor, "no assignor is configured (group.consumer.assignors)"
+	}
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		if _, err := compileRegex(*req.SubscribedTopicRegex); err != nil {
+			return kerr.InvalidRegularExpression, err.Error()
+		}
+	}
+	return nil, ""
+}
+
+// heartbeatMember finds or creates the member a heartbeat is from and
+// applies member epoch fencing.
+func (c *Coordinator) heartbeatMember(now time.Time, g *group, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) (*cmember, *kerr.Error) {
+	cg := g.consumer
+	m := cg.members[req.MemberID]
+	if req.MemberEpoch == 0 {
+		inst := ""
+		if req.InstanceID != nil {
+			inst = *req.InstanceID
+		}
+		if owner, ok := cg.static[inst]; inst != "" && ok && owner != req.MemberID {
+			return nil, kerr.UnreleasedInstanceID
+		}
+		if m != nil {
+			// A rejoin: the member lost everything it had.
+			c.removeConsumerMember(context.Background(), now, g, m)
+		}
+		id := req.MemberID
+		if id == "" {
+			id = newMemberID(cl.ID)
+		}
+		m = &cmember{id: id, instanceID: inst, assigned: map[tpid]bool{}, revoking: map[tpid]bool{}}
+		cg.members[id] = m
+		if inst != "" {
+			cg.static[inst] = id
+		}
+		cg.bump = true
+		m.changed = true
+	} else {
+		switch {
+		case m == nil:
+			return nil, kerr.UnknownMemberID
+		case req.MemberEpoch == m.epoch:
+		case req.MemberEpoch == m.prevEpoch && ownedWithin(req.Topics, m.assigned):
+			// The member missed the response that moved it on.
+		default:
+			return nil, kerr.FencedMemberEpoch
+		}
+	}
+	m.clientID, m.clientHost = cl.ID, cl.Host
+	return m, nil
+}
+
+// ownedWithin reports whether reported partitions are all in assigned.
+func ownedWithin(topics []kmsg.ConsumerGroupHeartbeatRequestTopic, assigned map[tpid]bool) bool {
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if !assigned[tpid{t.TopicID, p}] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// updateSubscription applies the non-null subscription fields and reports
+// whether the subscription changed.
+func (c *Coordinator) updateSubscription(g *group, m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest) bool {
+	changed := false
+	if req.RebalanceTimeoutMillis >= 0 {
+		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if req.RackID != nil {
+		m.rack = *req.RackID
+	}
+	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignorPref {
+		m.assignorPref, changed = *req.ServerAssignor, true
+	}
+	if req.SubscribedTopicNames != nil {
+		names := slices.Sorted(slices.Values(req.SubscribedTopicNames))
+		if !slices.Equal(names, m.names) {
+			m.names, changed = names, true
+		}
+	}
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
+		m.regex, m.re, changed = *req.SubscribedTopicRegex, nil, true
+		if m.regex != "" {
+			m.re, _ = compileRegex(m.regex) // checked in checkHeartbeat
+		}
+	}
+	old := m.subscribed
+	m.resolve(c.cfg.Topics)
+	return changed || !maps.Equal(old, m.subscribed)
+}
+
+// refreshAssignment bumps the epoch when subscribed topics changed and
+// recomputes the target assignment when the epoch is ahead of it. An
+// assignor error keeps the previous target; the next heartbeat retries.
+func (c *Coordinator) refreshAssignment(ctx context.Context, now time.Time, g *group) {
+	cg := g.consumer
+	for _, m := range cg.members {
+		m.resolve(c.cfg.Topics)
+	}
+	if meta := cg.subscriptionMeta(c.cfg.Topics); !maps.Equal(meta, cg.subMeta) {
+		cg.subMeta = meta
+		cg.bump = true
+	}
+	if cg.bump {
+		cg.epoch++
+		cg.bump = false
+	}
+	if cg.epoch <= cg.assignmentEpoch {
+		return
+	}
+	if len(cg.members) == 0 {
+		cg.target, cg.assignmentEpoch = map[string]map[tpid]bool{}, cg.epoch
+		return
+	}
+	a := c.chooseAssignor(cg)
+	plan, err := a.Assign(ctx, c.assignmentInput(g.id, cg))
+	if err != nil {
+		c.logger.Warn("group: assignor failed; keeping the previous assignment", "group", g.id, "assignor", a.Name(), "err", err)
+		return
+	}
+	target, err := c.planTarget(cg, plan.Assignments)
+	if err != nil {
+		c.logger.Warn("group: assignor returned an invalid plan; keeping the previous assignment", "group", g.id, "assignor", a.Name(), "err", err)
+		return
+	}
+	cg.target, cg.assignmentEpoch, cg.assignor = target, cg.epoch, a.Name()
+}

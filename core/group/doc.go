@@ -1,0 +1,62 @@
+// Package group is the group coordinator: classic consumer groups
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, with assignment done by
+// the group leader client), KIP-848 consumer groups
+// (ConsumerGroupHeartbeat, with assignment done here by an sdk.Assignor),
+// and committed offsets.
+//
+// # Shape
+//
+// Coordinator is a state machine fed by events, in the manner of
+// etcd-io/raft: each request method and Tick take the current time and
+// return an Output — records to append to __consumer_offsets and replies
+// to send. It does no I/O, starts no goroutines and reads no clock, so its
+// tests are tables. The caller (core/broker) serializes calls, appends the
+// records, calls Apply once they are in the log, and only then sends the
+// replies marked Durable (offset commits, the leader's SyncGroup, group
+// deletion). A JoinGroup or SyncGroup that must wait for other members is
+// answered in the Output of a later step; the caller matches replies to
+// requests by the Waiter it passed in. NextDeadline says when Tick next
+// has work (session expiry, rebalance and initial delays, revocation
+// timeouts, offsets retention).
+//
+// # Coordinator placement
+//
+// A group lives in partition PartitionFor(group, offsets.topic.num.partitions)
+// of __consumer_offsets: abs(Java String.hashCode(group)) % partitions;
+// the leader of that partition is the group's coordinator.
+//
+// # Records in __consumer_offsets
+//
+// Kafka's own key and value schemas (kmsg encodes them; all integers are
+// big-endian, strings are int16 length + bytes):
+//
+//	offset commit   key   = version:int16 (1)  group:string  topic:string  partition:int32
+//	                value = version:int16 (3)  offset:int64  leader_epoch:int32
+//	                        metadata:string  commit_timestamp:int64
+//	                        (version 1 adds expire_timestamp:int64 after
+//	                        commit_timestamp and has no leader_epoch; it is
+//	                        written for commits with an explicit retention)
+//	group metadata  key   = version:int16 (2)  group:string
+//	                value = GroupMetadataValue v3: protocol_type, generation,
+//	                        protocol, leader, current_state_timestamp and
+//	                        the members (member ID, instance ID, client ID,
+//	                        client host, rebalance and session timeouts,
+//	                        subscription, assignment)
+//
+// A null value is a tombstone: an offset deleted (OffsetDelete,
+// DeleteGroups, retention) or a group deleted. The topic is compacted, so
+// the latest record per key is the state; Replay applies records in log
+// order and rebuilds every group and offset. A loaded classic group with
+// members is Stable with fresh sessions, so members that keep
+// heartbeating stay in their generation across a broker restart.
+//
+// KIP-848 group state is kept in memory only: after a restart members
+// get UNKNOWN_MEMBER_ID and rejoin with epoch 0 (their offsets survive).
+//
+// # Offsets retention
+//
+// offsets.retention.minutes counts from the later of the commit and the
+// moment the group became empty; only groups without members lose
+// offsets. An empty group without offsets is deleted (tombstoned) once the
+// retention has passed since it became empty.
+package group

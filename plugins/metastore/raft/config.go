@@ -1,0 +1,161 @@
+package raft
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config says how a Store joins its quorum. NodeID, DataDir and Voters
+// are required; the zero value of every other field picks a default.
+type Config struct {
+	// NodeID is this broker's node.id; it must be a key of Voters.
+	NodeID int32
+	// DataDir holds the raft log (raft.db) and snapshots (snapshots/).
+	DataDir string
+	// QuorumAddr is the host:port the quorum listener binds (for example
+	// "0.0.0.0:19091"); empty binds Voters[NodeID]. The address other
+	// voters dial is always Voters[NodeID].
+	QuorumAddr string
+	// Listener, if set, is used instead of binding QuorumAddr (tests hand
+	// in a listener bound to port 0). The Store closes it.
+	Listener net.Listener
+	// Voters maps every voter's node ID to its quorum address, as in
+	// controller.quorum.voters; see ParseVoters. Every voter must be given
+	// the same map: it is the configuration a new cluster bootstraps with.
+	Voters map[int32]string
+	// Join makes a node with no raft state wait to be added by the
+	// leader (AddVoter) instead of bootstrapping a cluster from Voters.
+	// Set it when replacing or adding a voter of a running cluster.
+	Join bool
+	// Logger receives quorum, leadership and session reports; nil means
+	// slog.Default().
+	Logger *slog.Logger
+
+	// Raft timing; zero keeps hashicorp/raft's defaults (1s heartbeat and
+	// election timeouts, 500ms leader lease, 50ms commit timeout). Tests
+	// use ~150ms. With a HeartbeatTimeout below 1s, LeaderLeaseTimeout
+	// defaults to HeartbeatTimeout (raft requires lease <= heartbeat) and
+	// ElectionTimeout to HeartbeatTimeout.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+
+	// SnapshotThreshold is how many log entries since the last snapshot
+	// trigger a new one (default 8192); SnapshotInterval how often that is
+	// checked (default 2 minutes); TrailingLogs how many entries are kept
+	// after a snapshot for slow followers (default 10240).
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+
+	// LeaderWait bounds how long a request waits for a reachable leader
+	// before it fails with sdk.ErrUnavailable (default 10s).
+	LeaderWait time.Duration
+	// ReapInterval is how often the leader looks for expired sessions
+	// (default 50ms); it is the granularity of session expiry.
+	ReapInterval time.Duration
+
+	// WatchHistory is how many recent events each node keeps for watches
+	// that start from an older revision (default 10,000).
+	WatchHistory int
+	// WatchBuffer is how many events a watcher may lag behind before its
+	// stream ends with sdk.ErrWatchOverflow (default 1,024).
+	WatchBuffer int
+	// MaxValueBytes caps a value (default 1 MiB).
+	MaxValueBytes int
+}
+
+// maxKeyBytes caps a key, as the local store does.
+const maxKeyBytes = 4096
+
+func (c *Config) check() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("raft: config: DataDir is required")
+	}
+	if len(c.Voters) == 0 {
+		return fmt.Errorf("raft: config: Voters is empty")
+	}
+	if _, ok := c.Voters[c.NodeID]; !ok {
+		return fmt.Errorf("raft: config: node %d is not among the voters %s", c.NodeID, FormatVoters(c.Voters))
+	}
+	for id, addr := range c.Voters {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("raft: config: voter %d address %q: %w", id, addr, err)
+		}
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.QuorumAddr == "" {
+		c.QuorumAddr = c.Voters[c.NodeID]
+	}
+	if c.HeartbeatTimeout > 0 && c.LeaderLeaseTimeout == 0 && c.HeartbeatTimeout < time.Second {
+		c.LeaderLeaseTimeout = c.HeartbeatTimeout
+	}
+	if c.HeartbeatTimeout > 0 && c.ElectionTimeout == 0 {
+		c.ElectionTimeout = c.HeartbeatTimeout
+	}
+	if c.LeaderWait <= 0 {
+		c.LeaderWait = 10 * time.Second
+	}
+	if c.ReapInterval <= 0 {
+		c.ReapInterval = 50 * time.Millisecond
+	}
+	if c.WatchHistory <= 0 {
+		c.WatchHistory = 10_000
+	}
+	if c.WatchBuffer <= 0 {
+		c.WatchBuffer = 1024
+	}
+	if c.MaxValueBytes <= 0 {
+		c.MaxValueBytes = 1 << 20
+	}
+}
+
+// ParseVoters parses controller.quorum.voters: "1@host:port,2@host:port".
+func ParseVoters(s string) (map[int32]string, error) {
+	out := make(map[int32]string)
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		idStr, addr, ok := strings.Cut(part, "@")
+		if !ok {
+			return nil, fmt.Errorf("raft: voter %q: want id@host:port", part)
+		}
+		id, err := strconv.ParseInt(idStr, 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("raft: voter %q: bad node id", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("raft: voter %q: %w", part, err)
+		}
+		if _, dup := out[int32(id)]; dup {
+			return nil, fmt.Errorf("raft: voter %d named twice", id)
+		}
+		out[int32(id)] = addr
+	}
+	return out, nil
+}
+
+// FormatVoters renders voters as ParseVoters reads them, sorted by ID.
+func FormatVoters(voters map[int32]string) string {
+	ids := make([]int32, 0, len(voters))
+	for id := range voters {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id)) + "@" + voters[id]
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,52 @@
+package raft
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// hclogLogger is the logger type hashicorp/raft takes.
+type hclogLogger = hclog.Logger
+
+// newHCLogger adapts a slog.Logger for hashicorp/raft: an intercept
+// logger whose own output is discarded and whose sink forwards every
+// line to slog at the matching level.
+func newHCLogger(log *slog.Logger) hclog.Logger {
+	level := hclog.Info
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		level = hclog.Debug
+	}
+	l := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "raft", Level: level, Output: io.Discard})
+	l.RegisterSink(slogSink{log: log})
+	return l
+}
+
+type slogSink struct{ log *slog.Logger }
+
+// Accept implements hclog.SinkAdapter.
+func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
+	var lvl slog.Level
+	switch {
+	case level <= hclog.Debug:
+		lvl = slog.LevelDebug
+	case level == hclog.Info:
+		lvl = slog.LevelInfo
+	case level == hclog.Warn:
+		lvl = slog.LevelWarn
+	default:
+		lvl = slog.LevelError
+	}
+	ctx := context.Background()
+	if !s.log.Enabled(ctx, lvl) {
+		return
+	}
+	attrs := []any{"module", name}
+	for i := 0; i+1 < len(args); i += 2 {
+		attrs = append(attrs, fmt.Sprint(args[i]), args[i+1])
+	}
+	s.log.Log(ctx, lvl, "hashicorp/raft: "+msg, attrs...)
+}

@@ -1,0 +1,208 @@
+package raft
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+)
+
+// Every connection to the quorum port starts with one tag byte naming
+// the protocol that follows (see doc.go).
+const (
+	tagRaft    byte = 'R' // hashicorp/raft's msgpack RPCs
+	tagForward byte = 'F' // forwarding protocol: HTTP/1.1 with gob bodies
+)
+
+// tagTimeout bounds the wait for a new connection's tag byte.
+const tagTimeout = 5 * time.Second
+
+var errMuxClosed = errors.New("raft: quorum listener closed")
+
+// mux owns the quorum listener and splits its connections by tag into
+// two net.Listeners: one for raft's transport, one for the forwarding
+// server. It tracks every accepted connection and closes them all on
+// close, so no handler of either protocol outlives the Store.
+type mux struct {
+	ln        net.Listener
+	advertise net.Addr
+	log       *slog.Logger
+
+	raftL *chanListener
+	fwdL  *chanListener
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup // the accept loop and the tag readers
+}
+
+func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger) *mux {
+	m := &mux{ln: ln, advertise: advertise, log: log, conns: make(map[net.Conn]struct{})}
+	m.raftL = newChanListener(advertise)
+	m.fwdL = newChanListener(advertise)
+	m.wg.Add(1)
+	go m.acceptLoop()
+	return m
+}
+
+// acceptLoop is owned by the mux: it returns when close closes ln.
+func (m *mux) acceptLoop() {
+	defer m.wg.Done()
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		tc := &trackedConn{Conn: conn, m: m}
+		if !m.track(tc) {
+			conn.Close()
+			return
+		}
+		m.wg.Add(1)
+		go m.route(tc)
+	}
+}
+
+func (m *mux) track(c net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.conns[c] = struct{}{}
+	return true
+}
+
+// trackedConn leaves the mux's set when closed, so the set holds only
+// open connections.
+type trackedConn struct {
+	net.Conn
+	m    *mux
+	once sync.Once
+}
+
+// Close implements net.Conn.
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.m.mu.Lock()
+		delete(c.m.conns, c)
+		c.m.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// route reads the tag byte and hands the connection on.
+func (m *mux) route(conn net.Conn) {
+	defer m.wg.Done()
+	var tag [1]byte
+	conn.SetReadDeadline(time.Now().Add(tagTimeout))
+	if _, err := conn.Read(tag[:]); err != nil {
+		conn.Close()
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	var l *chanListener
+	switch tag[0] {
+	case tagRaft:
+		l = m.raftL
+	case tagForward:
+		l = m.fwdL
+	default:
+		m.log.Warn("raft: closing quorum connection with an unknown protocol tag", "remote", conn.RemoteAddr().String(), "tag", tag[0])
+		conn.Close()
+		return
+	}
+	if !l.deliver(conn) {
+		conn.Close()
+	}
+}
+
+// close stops accepting, closes every accepted connection and waits for
+// the mux's goroutines.
+func (m *mux) close() {
+	m.mu.Lock()
+	m.closed = true
+	conns := m.conns
+	m.conns = nil
+	m.mu.Unlock()
+	m.ln.Close()
+	m.raftL.Close()
+	m.fwdL.Close()
+	for c := range conns {
+		c.(*trackedConn).Conn.Close()
+	}
+	m.wg.Wait()
+}
+
+// chanListener is a net.Listener fed by the mux.
+type chanListener struct {
+	addr   net.Addr
+	ch     chan net.Conn
+	once   sync.Once
+	doneCh chan struct{}
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn), doneCh: make(chan struct{})}
+}
+
+func (l *chanListener) deliver(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.doneCh:
+		return false
+	}
+}
+
+// Accept implements net.Listener.
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.doneCh:
+		return nil, errMuxClosed
+	}
+}
+
+// Close implements net.Listener.
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.doneCh) })
+	return nil
+}
+
+// Addr implements net.Listener.
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// raftStream is the raft transport's StreamLayer: it accepts from the
+// mux and dials other voters with the raft tag.
+type raftStream struct{ *chanListener }
+
+var _ hraft.StreamLayer = raftStream{}
+
+// Dial implements raft.StreamLayer.
+func (raftStream) Dial(addr hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return dialTagged(string(addr), timeout, tagRaft)
+}
+
+func dialTagged(addr string, timeout time.Duration, tag byte) (net.Conn, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte{tag}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetWriteDeadline(time.Time{})
+	return conn, nil
+}

@@ -17,13 +17,20 @@ const EnvTarget = "VLTAVA_CONFORMANCE_TARGET"
 func TestMain(m *testing.M) { daemontest.Main(m) }
 
 // TestConformance runs every script in testdata against the target named
-// by VLTAVA_CONFORMANCE_TARGET. Scenarios whose capabilities the target
-// lacks are skipped with the reason.
+// by VLTAVA_CONFORMANCE_TARGET, or, when it is unset, against both vltava
+// and kfake (so CI holds both to Kafka's semantics). Scenarios whose
+// capabilities a target lacks are skipped with the reason.
 func TestConformance(t *testing.T) {
-	name := os.Getenv(EnvTarget)
-	if name == "" {
-		name = "vltava"
+	names := []string{"vltava", "kfake"}
+	if name := os.Getenv(EnvTarget); name != "" {
+		names = []string{name}
 	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) { runTarget(t, name) })
+	}
+}
+
+func runTarget(t *testing.T, name string) {
 	var bin string
 	if name == "vltava" {
 		bin = daemontest.Build(t)

@@ -91,6 +91,31 @@ type Broker struct {
 	// listeners, in order of preference.
 	SaslAuthenticators      string                    `mapstructure:"sasl.authenticators"`
 	SaslAuthenticatorConfig map[string]map[string]any `mapstructure:"sasl.authenticator.config"`
+
+	// Replication (issue 5). ControllerQuorumVoters is Kafka's
+	// "1@host:port,2@host:port,..."; when set, the broker joins a cluster
+	// whose metadata lives in the raft store those voters run (metadata.store
+	// "local" then means "raft"). ControllerQuorumListen is the host:port
+	// this node's quorum listener binds (Kafka puts it in listeners under
+	// controller.listener.names; Vltava has a key of its own); empty binds
+	// this node's address in the voters list.
+	ControllerQuorumVoters string `mapstructure:"controller.quorum.voters"`
+	ControllerQuorumListen string `mapstructure:"controller.quorum.listen"`
+	// BrokerSessionTimeoutMs is how long a silent broker keeps its
+	// registration (and its leaderships); BrokerHeartbeatIntervalMs how
+	// often it renews it.
+	BrokerSessionTimeoutMs    int64 `mapstructure:"broker.session.timeout.ms"`
+	BrokerHeartbeatIntervalMs int64 `mapstructure:"broker.heartbeat.interval.ms"`
+	// ReplicaLagTimeMaxMs: a follower that has not caught up to the
+	// leader's log end for this long leaves the ISR.
+	ReplicaLagTimeMaxMs       int64 `mapstructure:"replica.lag.time.max.ms"`
+	ReplicaFetchWaitMaxMs     int32 `mapstructure:"replica.fetch.wait.max.ms"`
+	ReplicaFetchMaxBytes      int32 `mapstructure:"replica.fetch.max.bytes"`
+	AutoLeaderRebalanceEnable bool  `mapstructure:"auto.leader.rebalance.enable"`
+	ControlledShutdownEnable  bool  `mapstructure:"controlled.shutdown.enable"`
+	// OffsetsTopicReplicationFactor is __consumer_offsets' replication
+	// factor, capped at the number of live brokers when it is created.
+	OffsetsTopicReplicationFactor int16 `mapstructure:"offsets.topic.replication.factor"`
 }
 
 // PluginConfigKeys are the broker keys whose values are plugin config
@@ -196,6 +221,15 @@ func DefaultBroker() Broker {
 		GroupConsumerAssignors:           "uniform,range",
 
 		MetadataStore: "local",
+
+		BrokerSessionTimeoutMs:        9000,
+		BrokerHeartbeatIntervalMs:     2000,
+		ReplicaLagTimeMaxMs:           30000,
+		ReplicaFetchWaitMaxMs:         500,
+		ReplicaFetchMaxBytes:          1 << 20,
+		AutoLeaderRebalanceEnable:     true,
+		ControlledShutdownEnable:      true,
+		OffsetsTopicReplicationFactor: 3,
 	}
 }
 
@@ -274,6 +308,12 @@ func (b Broker) Validate() error {
 		{"group.min.session.timeout.ms", b.GroupMinSessionTimeoutMs >= 0 && b.GroupMinSessionTimeoutMs <= b.GroupMaxSessionTimeoutMs},
 		{"group.consumer.heartbeat.interval.ms", b.GroupConsumerHeartbeatIntervalMs >= 1},
 		{"group.consumer.session.timeout.ms", b.GroupConsumerSessionTimeoutMs >= 1},
+		{"broker.session.timeout.ms", b.BrokerSessionTimeoutMs >= 1},
+		{"broker.heartbeat.interval.ms", b.BrokerHeartbeatIntervalMs >= 1},
+		{"replica.lag.time.max.ms", b.ReplicaLagTimeMaxMs >= 1},
+		{"replica.fetch.wait.max.ms", b.ReplicaFetchWaitMaxMs >= 0},
+		{"replica.fetch.max.bytes", b.ReplicaFetchMaxBytes >= 1},
+		{"offsets.topic.replication.factor", b.OffsetsTopicReplicationFactor >= 1},
 	}
 	for _, c := range checks {
 		if !c.ok {

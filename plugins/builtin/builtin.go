@@ -35,6 +35,8 @@ var table = []Plugin{
 		func() { serve.Assignor(roundrobin.Assignor{}) }},
 	{serve.KindMetadataStore, "local", "single-broker store in one bbolt file (config: path)",
 		func() { serve.MetadataStore(&LocalStore{}) }},
+	{serve.KindMetadataStore, "raft", "replicated store: a raft quorum among the brokers (config: node.id, data.dir, voters, quorum.listen)",
+		func() { serve.MetadataStore(&RaftStore{}) }},
 }
 
 // All lists the built-in plugins, sorted by kind and name.

@@ -1,0 +1,160 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/vltava/vltava/plugins/metastore/raft"
+	"github.com/vltava/vltava/plugins/sdk"
+	"github.com/vltava/vltava/plugins/sdk/serve"
+)
+
+// RaftConfig is the config of the built-in "raft" metadata store. The
+// broker fills node.id, data.dir, voters and quorum.listen from its own
+// keys (node.id, log.dirs, controller.quorum.voters,
+// controller.quorum.listen); the rest are optional.
+type RaftConfig struct {
+	NodeID int32 `mapstructure:"node.id"`
+	// DataDir holds the raft log and snapshots.
+	DataDir string `mapstructure:"data.dir"`
+	// Voters is controller.quorum.voters: "1@host:port,2@host:port,...".
+	Voters string `mapstructure:"voters"`
+	// QuorumListen is the host:port to bind; empty binds Voters[NodeID].
+	QuorumListen string `mapstructure:"quorum.listen"`
+	// Join waits to be added by a running cluster instead of
+	// bootstrapping one (replacing a voter).
+	Join bool `mapstructure:"join"`
+
+	HeartbeatTimeout time.Duration `mapstructure:"heartbeat.timeout"`
+	ElectionTimeout  time.Duration `mapstructure:"election.timeout"`
+	LeaderWait       time.Duration `mapstructure:"leader.wait"`
+	WatchHistory     int           `mapstructure:"watch.history"`
+	WatchBuffer      int           `mapstructure:"watch.buffer"`
+	MaxValueBytes    int           `mapstructure:"max.value.bytes"`
+}
+
+// RaftStore is the raft store as a plugin: Configure opens it. Calls
+// before that fail with sdk.ErrUnavailable.
+type RaftStore struct {
+	mu sync.Mutex
+	st *raft.Store
+}
+
+var (
+	_ sdk.MetadataStore = (*RaftStore)(nil)
+	_ sdk.Compactor     = (*RaftStore)(nil)
+	_ serve.Configurer  = (*RaftStore)(nil)
+)
+
+// Configure decodes RaftConfig and opens (joins) the quorum. It does not
+// wait for a leader.
+func (r *RaftStore) Configure(_ context.Context, raw map[string]any) error {
+	var cfg RaftConfig
+	if err := serve.DecodeConfig(raw, &cfg); err != nil {
+		return err
+	}
+	if cfg.DataDir == "" || cfg.Voters == "" {
+		return fmt.Errorf("config: keys \"data.dir\" and \"voters\" are required: %w", sdk.ErrInvalidArgument)
+	}
+	voters, err := raft.ParseVoters(cfg.Voters)
+	if err != nil {
+		return fmt.Errorf("config: voters: %v: %w", err, sdk.ErrInvalidArgument)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("raft plugin: %w", err)
+	}
+	st, err := raft.Open(raft.Config{
+		NodeID: cfg.NodeID, DataDir: cfg.DataDir, QuorumAddr: cfg.QuorumListen, Voters: voters, Join: cfg.Join,
+		Logger: slog.Default(), HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
+		LeaderWait: cfg.LeaderWait, WatchHistory: cfg.WatchHistory, WatchBuffer: cfg.WatchBuffer, MaxValueBytes: cfg.MaxValueBytes,
+	})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.st != nil {
+		st.Close()
+		return errors.New("raft plugin: already configured")
+	}
+	r.st = st
+	return nil
+}
+
+var errRaftNotConfigured = fmt.Errorf("raft plugin: not configured yet: %w", sdk.ErrUnavailable)
+
+func raftCall[Req, Resp any](r *RaftStore, ctx context.Context, req Req, f func(*raft.Store, context.Context, Req) (Resp, error)) (Resp, error) {
+	r.mu.Lock()
+	st := r.st
+	r.mu.Unlock()
+	if st == nil {
+		var zero Resp
+		return zero, errRaftNotConfigured
+	}
+	return f(st, ctx, req)
+}
+
+// Get calls the open store.
+func (r *RaftStore) Get(ctx context.Context, req *sdk.GetRequest) (*sdk.GetResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).Get)
+}
+
+// List calls the open store.
+func (r *RaftStore) List(ctx context.Context, req *sdk.ListRequest) (*sdk.ListResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).List)
+}
+
+// Put calls the open store.
+func (r *RaftStore) Put(ctx context.Context, req *sdk.PutRequest) (*sdk.PutResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).Put)
+}
+
+// Delete calls the open store.
+func (r *RaftStore) Delete(ctx context.Context, req *sdk.DeleteRequest) (*sdk.DeleteResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).Delete)
+}
+
+// Txn calls the open store.
+func (r *RaftStore) Txn(ctx context.Context, req *sdk.TxnRequest) (*sdk.TxnResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).Txn)
+}
+
+// Watch calls the open store.
+func (r *RaftStore) Watch(ctx context.Context, req *sdk.WatchRequest) (sdk.WatchStream, error) {
+	return raftCall(r, ctx, req, (*raft.Store).Watch)
+}
+
+// GrantSession calls the open store.
+func (r *RaftStore) GrantSession(ctx context.Context, req *sdk.GrantSessionRequest) (*sdk.GrantSessionResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).GrantSession)
+}
+
+// KeepAlive calls the open store.
+func (r *RaftStore) KeepAlive(ctx context.Context, req *sdk.KeepAliveRequest) (*sdk.KeepAliveResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).KeepAlive)
+}
+
+// RevokeSession calls the open store.
+func (r *RaftStore) RevokeSession(ctx context.Context, req *sdk.RevokeSessionRequest) (*sdk.RevokeSessionResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).RevokeSession)
+}
+
+// Compact calls the open store.
+func (r *RaftStore) Compact(ctx context.Context, req *sdk.CompactRequest) (*sdk.CompactResponse, error) {
+	return raftCall(r, ctx, req, (*raft.Store).Compact)
+}
+
+// Close leaves the quorum if the store was opened.
+func (r *RaftStore) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.st == nil {
+		return nil
+	}
+	return r.st.Close()
+}

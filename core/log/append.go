@@ -62,7 +62,15 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	next, maxTs := stampBatches(records, batches, end, opts)
+	if opts.LeaderEpoch >= 0 {
+		// The cache entry is durable before the data: a crash never
+		// leaves batches of an epoch the checkpoint lacks.
+		if err := l.epochs.assign(opts.LeaderEpoch, end); err != nil {
+			return AppendResult{}, err
+		}
+	}
 	if err := l.writeLocked(records, batches, cfg, next, maxTs); err != nil {
+		l.undoEpochs(end)
 		return AppendResult{}, err
 	}
 	for id, p := range pending {
@@ -72,6 +80,13 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 	if opts.LogAppendTime > 0 {
 		res.LogAppendTime = opts.LogAppendTime
 	}
+	return res, l.publishLocked(end, next, cfg)
+}
+
+// publishLocked makes an append that ended at next visible: the log end
+// offset, the change channel and, with flush.messages, an fsync.
+// REQUIRES: l.appendMu.
+func (l *Log) publishLocked(end, next int64, cfg Config) error {
 	l.mu.Lock()
 	l.end = next
 	l.appended += next - end
@@ -83,11 +98,17 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 	unsynced := l.appended - l.synced
 	l.mu.Unlock()
 	if cfg.FlushMessages > 0 && unsynced >= cfg.FlushMessages {
-		if err := l.syncData(); err != nil {
-			return res, err
-		}
+		return l.syncData()
 	}
-	return res, nil
+	return nil
+}
+
+// undoEpochs drops cache entries for a failed append that would have
+// started at end; a failure here is repaired by the next Open.
+func (l *Log) undoEpochs(end int64) {
+	if err := l.epochs.truncateFromEnd(end); err != nil {
+		l.config().Logger.Warn("log: leader epoch cache rollback failed", "dir", l.dir, "err", err)
+	}
 }
 
 // splitBatches validates the framing, and with checkCRC the CRC, of every

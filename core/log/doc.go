@@ -13,6 +13,7 @@
 //	log-start-offset.checkpoint
 //	clean-shutdown            present only between Close and the next Open
 //	cleaner-offset.checkpoint first dirty offset of compaction (not fsynced)
+//	leader-epoch-checkpoint   leader epoch -> first offset (text, Kafka's format)
 //	<base:%020d>.log.cleaned  compaction output being written; removed at Open
 //	<base:%020d>.log.swap     compaction output committed; installed at Open
 //	*.tmp                     half-written checkpoints; removed at Open
@@ -108,6 +109,34 @@
 // Written at every roll (not fsynced: the CRC rejects a torn one and an
 // older snapshot or the log headers take over) and at Close (fsynced). The
 // three newest are kept; snapshots above the log end are deleted.
+//
+// # Leader-epoch checkpoint (leader-epoch-checkpoint)
+//
+// Kafka's text format, ASCII decimal, one item per line, each line ended
+// by "\n", replaced atomically and fsynced on every change:
+//
+//	0                 version
+//	3                 number of entries
+//	0 0               "<epoch> <startOffset>": the first offset written
+//	2 150               in that leader epoch
+//	5 420
+//
+// INVARIANT: epochs and start offsets both strictly increase; no entry
+// starts at or beyond the log end offset after Open, and the first starts
+// at or after the log start offset (moved up to it when retention or
+// DeleteRecords passes it). A file breaking the format or the order is
+// corrupt and rebuilt from the batch headers, as is a missing one.
+//
+// Entries are added (Kafka's assign rule: a new epoch, or an earlier start
+// for the latest one, replaces every trailing entry whose epoch or start
+// is not below it) by Append with AppendOptions.LeaderEpoch >= 0, by
+// AppendReplica from each batch's partitionLeaderEpoch, and by
+// AssignEpochStart when a replica becomes leader. The file is written
+// before the batches that need it, and trimmed after Truncate cuts the
+// segments, so a crash leaves at most entries past the log end, which Open
+// drops. EndOffsetForEpoch answers OffsetForLeaderEpoch from it (KIP-101):
+// the largest epoch <= the requested one and the start of the next entry,
+// or the log end offset for the latest epoch.
 //
 // # Recovery
 //

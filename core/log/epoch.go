@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,9 +113,7 @@ func endOffsetFor(es []epochEntry, requested int32, leo int64) (int32, int64) {
 		return requested, leo
 	}
 	// First entry with an epoch above the requested one.
-	hi, _ := slices.BinarySearchFunc(es, requested+1, func(e epochEntry, t int32) int {
-		return int(e.epoch) - int(t)
-	})
+	hi := sort.Search(len(es), func(i int) bool { return es[i].epoch > requested })
 	if hi == len(es) {
 		return -1, -1 // above every known epoch
 	}

@@ -93,6 +93,7 @@ type Log struct {
 	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints
 	cleanMu  sync.Mutex // one Clean pass at a time; taken before adminMu
 
+	epochs    epochCache    // leader-epoch cache; own locks, taken after all others
 	producers producerState // guarded by appendMu
 	prunedAt  int64         // log start offset producers were last pruned at; guarded by appendMu
 

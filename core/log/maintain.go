@@ -231,6 +231,7 @@ func (l *Log) deleteFront(k int) error {
 		l.config().Logger.Info("log: deleting segment", "dir", l.dir, "segment", s.base)
 		errs = append(errs, s.remove())
 	}
+	errs = append(errs, l.epochs.truncateFromStart(start))
 	return errors.Join(errs...)
 }
 
@@ -258,6 +259,9 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newStart int64, err error) {
 	l.mu.Lock()
 	l.start = max(l.start, offset)
 	l.mu.Unlock()
+	if err := l.epochs.truncateFromStart(offset); err != nil {
+		return offset, err
+	}
 	k := 0
 	for k < len(segs)-1 && segs[k+1].base <= offset {
 		k++

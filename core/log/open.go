@@ -24,6 +24,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: %w", err)
 	}
 	l := &Log{dir: dir, cfg: cfg, changed: make(chan struct{}), producers: producerState{}}
+	l.epochs.dir = dir
 	recovered, err := l.load()
 	if err != nil {
 		for _, s := range l.segs {
@@ -32,6 +33,10 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	if err := l.loadProducers(); err != nil {
+		l.closeAll()
+		return nil, err
+	}
+	if err := l.loadEpochs(); err != nil {
 		l.closeAll()
 		return nil, err
 	}

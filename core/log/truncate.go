@@ -44,6 +44,11 @@ func (l *Log) Truncate(offset int64) error {
 	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(rp), true); err != nil {
 		return err
 	}
+	// After the segments: a crash in between leaves entries past the
+	// log end, which Open drops.
+	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
+		return err
+	}
 	if err := removeSnapshotsAbove(l.dir, newEnd); err != nil {
 		return err
 	}

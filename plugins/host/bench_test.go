@@ -77,6 +77,17 @@ func BenchmarkAssign1000Partitions100Members(b *testing.B) {
 	b.Run("out-of-process", func(b *testing.B) {
 		run(b, benchLoad(b, benchHost(b), spec(serve.KindAssignor, "range", nil)).Assignor())
 	})
+	// The breakdown of the out-of-process call. canned returns a stored
+	// plan (the transport and both messages' encoding, no assignment
+	// work); empty-group is the bare call (near-empty messages).
+	b.Run("out-of-process/canned", func(b *testing.B) {
+		run(b, benchLoad(b, benchHost(b), spec(serve.KindAssignor, "canned", nil)).Assignor())
+	})
+	b.Run("out-of-process/empty-group", func(b *testing.B) {
+		a := benchLoad(b, benchHost(b), spec(serve.KindAssignor, "range", nil)).Assignor()
+		empty := &sdk.Group{ID: "empty"}
+		timeCalls(b, func() error { _, err := a.Assign(context.Background(), empty); return err })
+	})
 }
 
 func BenchmarkAuthenticatorStep(b *testing.B) {

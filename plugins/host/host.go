@@ -48,6 +48,10 @@ type Options struct {
 	ExitPoll time.Duration
 	// HealthInterval is how often a live process is health-checked (2s).
 	HealthInterval time.Duration
+	// HealthTimeout bounds one health check (1s). Three failed checks in
+	// a row mark the process hung: it is killed (SIGKILL, no graceful
+	// shutdown: it would not answer) and restarted.
+	HealthTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the wait before a restart
 	// (100ms, 10s); it doubles after each failed or short-lived run.
 	MinBackoff, MaxBackoff time.Duration
@@ -69,6 +73,7 @@ func (o *Options) setDefaults() {
 	def(&o.CallTimeout, 10*time.Second)
 	def(&o.ExitPoll, 50*time.Millisecond)
 	def(&o.HealthInterval, 2*time.Second)
+	def(&o.HealthTimeout, time.Second)
 	def(&o.MinBackoff, 100*time.Millisecond)
 	def(&o.MaxBackoff, 10*time.Second)
 	def(&o.ResetAfter, 30*time.Second)

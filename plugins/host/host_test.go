@@ -72,7 +72,8 @@ func testHost(t *testing.T, logger *slog.Logger) *Host {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
-	h := New(Options{Logger: logger, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, HealthInterval: 200 * time.Millisecond})
+	h := New(Options{Logger: logger, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		HealthInterval: 100 * time.Millisecond, HealthTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { h.Close() })
 	return h
 }
@@ -211,15 +212,17 @@ func TestWrongKindRefused(t *testing.T) {
 }
 
 func TestIncompatibleVersionRefused(t *testing.T) {
+	t.Parallel() // the go build overlaps the other tests
 	bin := filepath.Join(t.TempDir(), "oldplugin")
+	// -s -w: no symbol table or DWARF, which halves the link time.
 	cmd := exec.Command("go", "build", "-o", bin,
-		"-ldflags", "-X github.com/vltava/vltava/plugins/sdk/serve.servedVersion=99", "./internal/testplugin/cmd")
+		"-ldflags", "-s -w -X github.com/vltava/vltava/plugins/sdk/serve.servedVersion=99", "./internal/testplugin/cmd")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	_, err := testHost(t, nil).Load(t.Context(), Spec{Kind: serve.KindAssignor, Path: bin, Args: []string{"plugin", "assignor", "mod"}})
 	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "SDK protocol version 99") ||
-		!strings.Contains(err.Error(), "this broker speaks version 1") || !strings.Contains(err.Error(), `plugin "oldplugin"`) {
+		!strings.Contains(err.Error(), "this broker speaks version 2") || !strings.Contains(err.Error(), `plugin "oldplugin"`) {
 		t.Errorf("err = %v", err)
 	}
 }

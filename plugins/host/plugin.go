@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -205,22 +206,42 @@ func (p *Plugin) count(method string) {
 	}
 }
 
-// takeDown detaches the current process (if any) and kills it.
-func (p *Plugin) takeDown() {
+// killGrace bounds a graceful stop: go-plugin's Kill first asks the
+// process to shut down over gRPC, with no deadline, and waits 2s for it to
+// exit; a process that does not answer (hung, SIGSTOPped) would block it
+// for ever, so it is SIGKILLed after killGrace.
+const killGrace = 5 * time.Second
+
+// takeDown detaches the current process (if any) and kills it. hung skips
+// the graceful shutdown: the process is SIGKILLed first.
+func (p *Plugin) takeDown(hung bool) {
 	p.mu.Lock()
 	client := p.client
 	p.client, p.conn = nil, nil
 	p.mu.Unlock()
-	if client != nil {
-		client.Kill()
+	if client == nil {
+		return
 	}
+	var proc *os.Process
+	if rc := client.ReattachConfig(); rc != nil && rc.Pid > 0 {
+		proc, _ = os.FindProcess(rc.Pid)
+	}
+	if proc != nil {
+		if hung {
+			proc.Kill()
+		} else {
+			force := time.AfterFunc(killGrace, func() { proc.Kill() })
+			defer force.Stop()
+		}
+	}
+	client.Kill()
 }
 
 // stop ends the supervisor and the process (Host.Close).
 func (p *Plugin) stop() {
 	close(p.stopCh)
 	p.wg.Wait()
-	p.takeDown()
+	p.takeDown(false)
 	if p.store != nil {
 		p.store.Close()
 	}
@@ -238,7 +259,7 @@ func (p *Plugin) supervise() {
 	defer healthTick.Stop()
 	failedChecks := 0
 	for {
-		down := false
+		down, hung := false, false
 		select {
 		case <-p.stopCh:
 			return
@@ -254,8 +275,8 @@ func (p *Plugin) supervise() {
 				failedChecks++
 				log.Warn("host: plugin health check failed", "err", err, "failures", failedChecks)
 				if failedChecks >= 3 {
-					log.Warn("host: plugin not answering; restarting", "backoff", backoff)
-					down = true
+					log.Warn("host: plugin not answering; killing and restarting it", "pid", p.Pid(), "backoff", backoff)
+					down, hung = true, true
 				}
 			} else {
 				failedChecks = 0
@@ -270,7 +291,7 @@ func (p *Plugin) supervise() {
 			backoff = opts.MinBackoff
 		}
 		p.mu.Unlock()
-		p.takeDown()
+		p.takeDown(hung)
 		backoff = p.restart(log, backoff)
 		if backoff < 0 {
 			return
@@ -324,7 +345,7 @@ func (p *Plugin) healthCheck() error {
 	if conn == nil {
 		return nil // the exit check handles a missing process
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.host.opts.CallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.host.opts.HealthTimeout)
 	defer cancel()
 	_, err := serve.ReadInfo(ctx, conn)
 	return err

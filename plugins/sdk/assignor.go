@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 )
 
 // Assignor computes partition assignments for a consumer group whose
@@ -96,21 +97,29 @@ func (g *Group) Partitions() []TopicPartition {
 			subscribed[t] = true
 		}
 	}
-	var tps []TopicPartition
+	// Sorting the topics (not the partitions) is enough: each topic's
+	// partitions come out in order. A topic listed twice counts once.
+	topics := make([]Topic, 0, len(g.Topics))
+	n := 0
 	for _, t := range g.Topics {
-		if !subscribed[t.Name] {
-			continue
+		if subscribed[t.Name] {
+			topics = append(topics, t)
 		}
+	}
+	slices.SortStableFunc(topics, func(a, b Topic) int { return strings.Compare(a.Name, b.Name) })
+	topics = slices.CompactFunc(topics, func(a, b Topic) bool { return a.Name == b.Name })
+	for _, t := range topics {
+		n += int(max(t.Partitions, 0))
+	}
+	tps := make([]TopicPartition, 0, n)
+	for _, t := range topics {
 		for p := range t.Partitions {
 			tps = append(tps, TopicPartition{Topic: t.Name, Partition: p})
 		}
 	}
-	slices.SortFunc(tps, TopicPartition.Compare)
-	return slices.Compact(tps) // a topic listed twice counts once
+	return tps
 }
 
-// NewPlan returns an empty plan with an entry for every member, so members
-// that get nothing are still present.
 func (g *Group) NewPlan() *Plan {
 	p := &Plan{Assignments: make(map[string][]TopicPartition, len(g.MemberSet))}
 	for i := range g.MemberSet {

@@ -12,6 +12,10 @@
 //		})
 //	}
 //
+// plugintest.Assignor(t, impl) and plugintest.Authenticator(t, impl,
+// cases) work the same way; an authenticator's cases are conversations
+// the test cannot invent (credentials it accepts and ones it rejects).
+//
 // The tests assert behaviour, never timing: waits poll with generous
 // deadlines, so a loaded CI machine makes them slower, not flaky.
 package plugintest

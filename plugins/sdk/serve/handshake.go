@@ -11,14 +11,14 @@ import (
 // ProtocolVersion is the version of the broker–plugin protocol this SDK
 // speaks. It changes only when a change to the messages breaks old peers;
 // the host refuses a plugin that speaks another version.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // servedVersion is the protocol version a plugin announces. It equals
 // ProtocolVersion; tests build plugins with
 // -ldflags "-X github.com/vltava/vltava/plugins/sdk/serve.servedVersion=N"
 // to impersonate an incompatible SDK. (-X needs a constant string
 // initializer; TestServedVersion keeps it equal to ProtocolVersion.)
-var servedVersion = "1"
+var servedVersion = "2"
 
 func servedProtocol() int {
 	if v, err := strconv.Atoi(servedVersion); err == nil {

@@ -27,7 +27,7 @@ func (f fixedConn) String() string                          { return "test plugi
 // shim connects a client to impl through go-plugin's in-process gRPC
 // harness: the same server and client code as out of process, over a
 // Unix socket, without a child process.
-func shim(t *testing.T, kind string, impl any, register func(*grpc.Server)) grpc.ClientConnInterface {
+func shim(t testing.TB, kind string, impl any, register func(*grpc.Server)) grpc.ClientConnInterface {
 	t.Helper()
 	ctrl := &controlServer{kind: kind, name: kind, impl: impl}
 	client, _ := plugin.TestPluginGRPCConn(t, false, plugin.PluginSet{kind: &grpcPlugin{register: func(s *grpc.Server) {
@@ -62,7 +62,7 @@ func (modAssignor) Assign(ctx context.Context, g *sdk.Group) (*sdk.Plan, error) 
 	return plan, nil
 }
 
-func assignorThroughShim(t *testing.T, impl sdk.Assignor) sdk.Assignor {
+func assignorThroughShim(t testing.TB, impl sdk.Assignor) sdk.Assignor {
 	cc := shim(t, KindAssignor, impl, func(s *grpc.Server) {
 		pluginpb.RegisterAssignorServer(s, &assignorServer{impl: impl})
 	})

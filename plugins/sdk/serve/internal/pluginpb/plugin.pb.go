@@ -219,29 +219,28 @@ func (*ConfigureResponse) Descriptor() ([]byte, []int) {
 	return file_plugin_proto_rawDescGZIP(), []int{3}
 }
 
-// TopicPartitions is a topic and some of its partitions.
-type TopicPartitions struct {
+// Subscription is one distinct subscribed-topic list, as topic indices.
+type Subscription struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partitions    []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	Topics        []int32                `protobuf:"varint,1,rep,packed,name=topics,proto3" json:"topics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *TopicPartitions) Reset() {
-	*x = TopicPartitions{}
+func (x *Subscription) Reset() {
+	*x = Subscription{}
 	mi := &file_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *TopicPartitions) String() string {
+func (x *Subscription) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*TopicPartitions) ProtoMessage() {}
+func (*Subscription) ProtoMessage() {}
 
-func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
+func (x *Subscription) ProtoReflect() protoreflect.Message {
 	mi := &file_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -253,105 +252,14 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
-func (*TopicPartitions) Descriptor() ([]byte, []int) {
+// Deprecated: Use Subscription.ProtoReflect.Descriptor instead.
+func (*Subscription) Descriptor() ([]byte, []int) {
 	return file_plugin_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *TopicPartitions) GetTopic() string {
-	if x != nil {
-		return x.Topic
-	}
-	return ""
-}
-
-func (x *TopicPartitions) GetPartitions() []int32 {
-	if x != nil {
-		return x.Partitions
-	}
-	return nil
-}
-
-type Member struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	InstanceId    string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
-	Rack          string                 `protobuf:"bytes,3,opt,name=rack,proto3" json:"rack,omitempty"`
-	Topics        []string               `protobuf:"bytes,4,rep,name=topics,proto3" json:"topics,omitempty"`
-	Owned         []*TopicPartitions     `protobuf:"bytes,5,rep,name=owned,proto3" json:"owned,omitempty"`
-	UserData      []byte                 `protobuf:"bytes,6,opt,name=user_data,json=userData,proto3" json:"user_data,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Member) Reset() {
-	*x = Member{}
-	mi := &file_plugin_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Member) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Member) ProtoMessage() {}
-
-func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Member.ProtoReflect.Descriptor instead.
-func (*Member) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *Member) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *Member) GetInstanceId() string {
-	if x != nil {
-		return x.InstanceId
-	}
-	return ""
-}
-
-func (x *Member) GetRack() string {
-	if x != nil {
-		return x.Rack
-	}
-	return ""
-}
-
-func (x *Member) GetTopics() []string {
+func (x *Subscription) GetTopics() []int32 {
 	if x != nil {
 		return x.Topics
-	}
-	return nil
-}
-
-func (x *Member) GetOwned() []*TopicPartitions {
-	if x != nil {
-		return x.Owned
-	}
-	return nil
-}
-
-func (x *Member) GetUserData() []byte {
-	if x != nil {
-		return x.UserData
 	}
 	return nil
 }
@@ -365,7 +273,7 @@ type PartitionRacks struct {
 
 func (x *PartitionRacks) Reset() {
 	*x = PartitionRacks{}
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +285,7 @@ func (x *PartitionRacks) String() string {
 func (*PartitionRacks) ProtoMessage() {}
 
 func (x *PartitionRacks) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +298,7 @@ func (x *PartitionRacks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRacks.ProtoReflect.Descriptor instead.
 func (*PartitionRacks) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{6}
+	return file_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PartitionRacks) GetRacks() []string {
@@ -402,7 +310,7 @@ func (x *PartitionRacks) GetRacks() []string {
 
 type Topic struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Name          int32                  `protobuf:"varint,1,opt,name=name,proto3" json:"name,omitempty"` // index into AssignRequest.topic_names
 	Partitions    int32                  `protobuf:"varint,2,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	Racks         []*PartitionRacks      `protobuf:"bytes,3,rep,name=racks,proto3" json:"racks,omitempty"`
 	HasRacks      bool                   `protobuf:"varint,4,opt,name=has_racks,json=hasRacks,proto3" json:"has_racks,omitempty"` // Racks was non-nil
@@ -412,7 +320,7 @@ type Topic struct {
 
 func (x *Topic) Reset() {
 	*x = Topic{}
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +332,7 @@ func (x *Topic) String() string {
 func (*Topic) ProtoMessage() {}
 
 func (x *Topic) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,14 +345,14 @@ func (x *Topic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Topic.ProtoReflect.Descriptor instead.
 func (*Topic) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{7}
+	return file_plugin_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *Topic) GetName() string {
+func (x *Topic) GetName() int32 {
 	if x != nil {
 		return x.Name
 	}
-	return ""
+	return 0
 }
 
 func (x *Topic) GetPartitions() int32 {
@@ -471,15 +379,24 @@ func (x *Topic) GetHasRacks() bool {
 type AssignRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	GroupId       string                 `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
-	Members       []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	TopicNames    []string               `protobuf:"bytes,2,rep,name=topic_names,json=topicNames,proto3" json:"topic_names,omitempty"` // every topic named in the request
 	Topics        []*Topic               `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Subscriptions []*Subscription        `protobuf:"bytes,4,rep,name=subscriptions,proto3" json:"subscriptions,omitempty"`
+	// Member columns.
+	MemberIds           []string `protobuf:"bytes,5,rep,name=member_ids,json=memberIds,proto3" json:"member_ids,omitempty"`
+	InstanceIds         []string `protobuf:"bytes,6,rep,name=instance_ids,json=instanceIds,proto3" json:"instance_ids,omitempty"`                                 // empty, or one per member
+	Racks               []string `protobuf:"bytes,7,rep,name=racks,proto3" json:"racks,omitempty"`                                                                // empty, or one per member
+	MemberSubscriptions []int32  `protobuf:"varint,8,rep,packed,name=member_subscriptions,json=memberSubscriptions,proto3" json:"member_subscriptions,omitempty"` // one per member: index into subscriptions
+	OwnedLengths        []int32  `protobuf:"varint,9,rep,packed,name=owned_lengths,json=ownedLengths,proto3" json:"owned_lengths,omitempty"`                      // empty, or one per member
+	Owned               []int32  `protobuf:"varint,10,rep,packed,name=owned,proto3" json:"owned,omitempty"`                                                       // the members' owned partition lists
+	UserData            [][]byte `protobuf:"bytes,11,rep,name=user_data,json=userData,proto3" json:"user_data,omitempty"`                                         // empty, or one per member
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *AssignRequest) Reset() {
 	*x = AssignRequest{}
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +408,7 @@ func (x *AssignRequest) String() string {
 func (*AssignRequest) ProtoMessage() {}
 
 func (x *AssignRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +421,7 @@ func (x *AssignRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignRequest.ProtoReflect.Descriptor instead.
 func (*AssignRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{8}
+	return file_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AssignRequest) GetGroupId() string {
@@ -514,9 +431,9 @@ func (x *AssignRequest) GetGroupId() string {
 	return ""
 }
 
-func (x *AssignRequest) GetMembers() []*Member {
+func (x *AssignRequest) GetTopicNames() []string {
 	if x != nil {
-		return x.Members
+		return x.TopicNames
 	}
 	return nil
 }
@@ -528,68 +445,75 @@ func (x *AssignRequest) GetTopics() []*Topic {
 	return nil
 }
 
-type MemberAssignment struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	MemberId      string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
-	Partitions    []*TopicPartitions     `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *MemberAssignment) Reset() {
-	*x = MemberAssignment{}
-	mi := &file_plugin_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *MemberAssignment) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*MemberAssignment) ProtoMessage() {}
-
-func (x *MemberAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+func (x *AssignRequest) GetSubscriptions() []*Subscription {
 	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
+		return x.Subscriptions
 	}
-	return mi.MessageOf(x)
+	return nil
 }
 
-// Deprecated: Use MemberAssignment.ProtoReflect.Descriptor instead.
-func (*MemberAssignment) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
-}
-
-func (x *MemberAssignment) GetMemberId() string {
+func (x *AssignRequest) GetMemberIds() []string {
 	if x != nil {
-		return x.MemberId
+		return x.MemberIds
 	}
-	return ""
+	return nil
 }
 
-func (x *MemberAssignment) GetPartitions() []*TopicPartitions {
+func (x *AssignRequest) GetInstanceIds() []string {
 	if x != nil {
-		return x.Partitions
+		return x.InstanceIds
+	}
+	return nil
+}
+
+func (x *AssignRequest) GetRacks() []string {
+	if x != nil {
+		return x.Racks
+	}
+	return nil
+}
+
+func (x *AssignRequest) GetMemberSubscriptions() []int32 {
+	if x != nil {
+		return x.MemberSubscriptions
+	}
+	return nil
+}
+
+func (x *AssignRequest) GetOwnedLengths() []int32 {
+	if x != nil {
+		return x.OwnedLengths
+	}
+	return nil
+}
+
+func (x *AssignRequest) GetOwned() []int32 {
+	if x != nil {
+		return x.Owned
+	}
+	return nil
+}
+
+func (x *AssignRequest) GetUserData() [][]byte {
+	if x != nil {
+		return x.UserData
 	}
 	return nil
 }
 
 type AssignResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Assignments   []*MemberAssignment    `protobuf:"bytes,1,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	TopicNames    []string               `protobuf:"bytes,1,rep,name=topic_names,json=topicNames,proto3" json:"topic_names,omitempty"` // every topic named in the plan
+	MemberIds     []string               `protobuf:"bytes,2,rep,name=member_ids,json=memberIds,proto3" json:"member_ids,omitempty"`
+	Lengths       []int32                `protobuf:"varint,3,rep,packed,name=lengths,proto3" json:"lengths,omitempty"`       // one per member
+	Partitions    []int32                `protobuf:"varint,4,rep,packed,name=partitions,proto3" json:"partitions,omitempty"` // the members' partition lists
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AssignResponse) Reset() {
 	*x = AssignResponse{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +525,7 @@ func (x *AssignResponse) String() string {
 func (*AssignResponse) ProtoMessage() {}
 
 func (x *AssignResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,12 +538,33 @@ func (x *AssignResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignResponse.ProtoReflect.Descriptor instead.
 func (*AssignResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *AssignResponse) GetAssignments() []*MemberAssignment {
+func (x *AssignResponse) GetTopicNames() []string {
 	if x != nil {
-		return x.Assignments
+		return x.TopicNames
+	}
+	return nil
+}
+
+func (x *AssignResponse) GetMemberIds() []string {
+	if x != nil {
+		return x.MemberIds
+	}
+	return nil
+}
+
+func (x *AssignResponse) GetLengths() []int32 {
+	if x != nil {
+		return x.Lengths
+	}
+	return nil
+}
+
+func (x *AssignResponse) GetPartitions() []int32 {
+	if x != nil {
+		return x.Partitions
 	}
 	return nil
 }
@@ -633,7 +578,7 @@ type MechanismsRequest struct {
 
 func (x *MechanismsRequest) Reset() {
 	*x = MechanismsRequest{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -645,7 +590,7 @@ func (x *MechanismsRequest) String() string {
 func (*MechanismsRequest) ProtoMessage() {}
 
 func (x *MechanismsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -658,7 +603,7 @@ func (x *MechanismsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MechanismsRequest.ProtoReflect.Descriptor instead.
 func (*MechanismsRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MechanismsRequest) GetListenerName() string {
@@ -677,7 +622,7 @@ type MechanismsResponse struct {
 
 func (x *MechanismsResponse) Reset() {
 	*x = MechanismsResponse{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +634,7 @@ func (x *MechanismsResponse) String() string {
 func (*MechanismsResponse) ProtoMessage() {}
 
 func (x *MechanismsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +647,7 @@ func (x *MechanismsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MechanismsResponse.ProtoReflect.Descriptor instead.
 func (*MechanismsResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MechanismsResponse) GetMechanisms() []string {
@@ -723,7 +668,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +680,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +693,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StartRequest) GetMechanism() string {
@@ -781,7 +726,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +738,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +751,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartResponse) GetSession() string {
@@ -826,7 +771,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +783,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +796,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StepRequest) GetSession() string {
@@ -880,7 +825,7 @@ type StepResponse struct {
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +837,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +850,7 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StepResponse) GetToken() []byte {
@@ -945,7 +890,7 @@ type EndRequest struct {
 
 func (x *EndRequest) Reset() {
 	*x = EndRequest{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +902,7 @@ func (x *EndRequest) String() string {
 func (*EndRequest) ProtoMessage() {}
 
 func (x *EndRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +915,7 @@ func (x *EndRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRequest.ProtoReflect.Descriptor instead.
 func (*EndRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EndRequest) GetSession() string {
@@ -988,7 +933,7 @@ type EndResponse struct {
 
 func (x *EndResponse) Reset() {
 	*x = EndResponse{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +945,7 @@ func (x *EndResponse) String() string {
 func (*EndResponse) ProtoMessage() {}
 
 func (x *EndResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +958,7 @@ func (x *EndResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndResponse.ProtoReflect.Descriptor instead.
 func (*EndResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 type KeyValue struct {
@@ -1028,7 +973,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +985,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +998,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -1093,7 +1038,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1050,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1063,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{20}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetRequest) GetKey() string {
@@ -1138,7 +1083,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1095,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1108,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{21}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetResponse) GetKv() *KeyValue {
@@ -1189,7 +1134,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1146,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1159,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{22}
+	return file_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListRequest) GetPrefix() string {
@@ -1234,7 +1179,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1191,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1204,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{23}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListResponse) GetKvs() []*KeyValue {
@@ -1288,7 +1233,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1245,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1258,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PutRequest) GetKey() string {
@@ -1353,7 +1298,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1310,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1323,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{25}
+	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PutResponse) GetVersion() int64 {
@@ -1398,7 +1343,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1355,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1368,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{26}
+	return file_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteRequest) GetKey() string {
@@ -1449,7 +1394,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1406,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1419,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{27}
+	return file_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteResponse) GetRevision() int64 {
@@ -1494,7 +1439,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1451,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1464,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{28}
+	return file_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Condition) GetKey() string {
@@ -1548,7 +1493,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1505,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1518,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{29}
+	return file_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Op) GetType() int32 {
@@ -1614,7 +1559,7 @@ type TxnRequest struct {
 
 func (x *TxnRequest) Reset() {
 	*x = TxnRequest{}
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1571,7 @@ func (x *TxnRequest) String() string {
 func (*TxnRequest) ProtoMessage() {}
 
 func (x *TxnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1584,7 @@ func (x *TxnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnRequest.ProtoReflect.Descriptor instead.
 func (*TxnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{30}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TxnRequest) GetConditions() []*Condition {
@@ -1665,7 +1610,7 @@ type TxnResponse struct {
 
 func (x *TxnResponse) Reset() {
 	*x = TxnResponse{}
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1622,7 @@ func (x *TxnResponse) String() string {
 func (*TxnResponse) ProtoMessage() {}
 
 func (x *TxnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1635,7 @@ func (x *TxnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnResponse.ProtoReflect.Descriptor instead.
 func (*TxnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{31}
+	return file_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TxnResponse) GetRevision() int64 {
@@ -1710,7 +1655,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1667,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1680,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{32}
+	return file_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WatchRequest) GetPrefix() string {
@@ -1767,7 +1712,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1724,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1737,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{33}
+	return file_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchEvent) GetType() int32 {
@@ -1853,7 +1798,7 @@ type GrantSessionRequest struct {
 
 func (x *GrantSessionRequest) Reset() {
 	*x = GrantSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1810,7 @@ func (x *GrantSessionRequest) String() string {
 func (*GrantSessionRequest) ProtoMessage() {}
 
 func (x *GrantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1823,7 @@ func (x *GrantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantSessionRequest.ProtoReflect.Descriptor instead.
 func (*GrantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{34}
+	return file_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GrantSessionRequest) GetTtlNanos() int64 {
@@ -1898,7 +1843,7 @@ type GrantSessionResponse struct {
 
 func (x *GrantSessionResponse) Reset() {
 	*x = GrantSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +1855,7 @@ func (x *GrantSessionResponse) String() string {
 func (*GrantSessionResponse) ProtoMessage() {}
 
 func (x *GrantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +1868,7 @@ func (x *GrantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantSessionResponse.ProtoReflect.Descriptor instead.
 func (*GrantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{35}
+	return file_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GrantSessionResponse) GetId() int64 {
@@ -1949,7 +1894,7 @@ type KeepAliveRequest struct {
 
 func (x *KeepAliveRequest) Reset() {
 	*x = KeepAliveRequest{}
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1961,7 +1906,7 @@ func (x *KeepAliveRequest) String() string {
 func (*KeepAliveRequest) ProtoMessage() {}
 
 func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1974,7 +1919,7 @@ func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveRequest.ProtoReflect.Descriptor instead.
 func (*KeepAliveRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{36}
+	return file_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *KeepAliveRequest) GetId() int64 {
@@ -1993,7 +1938,7 @@ type KeepAliveResponse struct {
 
 func (x *KeepAliveResponse) Reset() {
 	*x = KeepAliveResponse{}
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +1950,7 @@ func (x *KeepAliveResponse) String() string {
 func (*KeepAliveResponse) ProtoMessage() {}
 
 func (x *KeepAliveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +1963,7 @@ func (x *KeepAliveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveResponse.ProtoReflect.Descriptor instead.
 func (*KeepAliveResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{37}
+	return file_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *KeepAliveResponse) GetTtlNanos() int64 {
@@ -2037,7 +1982,7 @@ type RevokeSessionRequest struct {
 
 func (x *RevokeSessionRequest) Reset() {
 	*x = RevokeSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +1994,7 @@ func (x *RevokeSessionRequest) String() string {
 func (*RevokeSessionRequest) ProtoMessage() {}
 
 func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2007,7 @@ func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{38}
+	return file_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RevokeSessionRequest) GetId() int64 {
@@ -2080,7 +2025,7 @@ type RevokeSessionResponse struct {
 
 func (x *RevokeSessionResponse) Reset() {
 	*x = RevokeSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2037,7 @@ func (x *RevokeSessionResponse) String() string {
 func (*RevokeSessionResponse) ProtoMessage() {}
 
 func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +2050,7 @@ func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{39}
+	return file_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 type CompactRequest struct {
@@ -2117,7 +2062,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2129,7 +2074,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2142,7 +2087,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{40}
+	return file_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CompactRequest) GetRevision() int64 {
@@ -2160,7 +2105,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2117,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2130,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{41}
+	return file_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 var File_plugin_proto protoreflect.FileDescriptor
@@ -2202,40 +2147,42 @@ const file_plugin_proto_rawDesc = "" +
 	"\fsdk_protocol\x18\x05 \x01(\x05R\vsdkProtocol\"&\n" +
 	"\x10ConfigureRequest\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\fR\x04json\"\x13\n" +
-	"\x11ConfigureResponse\"G\n" +
-	"\x0fTopicPartitions\x12\x14\n" +
-	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
-	"\n" +
-	"partitions\x18\x02 \x03(\x05R\n" +
-	"partitions\"\xbb\x01\n" +
-	"\x06Member\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
-	"\vinstance_id\x18\x02 \x01(\tR\n" +
-	"instanceId\x12\x12\n" +
-	"\x04rack\x18\x03 \x01(\tR\x04rack\x12\x16\n" +
-	"\x06topics\x18\x04 \x03(\tR\x06topics\x127\n" +
-	"\x05owned\x18\x05 \x03(\v2!.vltava.plugin.v1.TopicPartitionsR\x05owned\x12\x1b\n" +
-	"\tuser_data\x18\x06 \x01(\fR\buserData\"&\n" +
+	"\x11ConfigureResponse\"&\n" +
+	"\fSubscription\x12\x16\n" +
+	"\x06topics\x18\x01 \x03(\x05R\x06topics\"&\n" +
 	"\x0ePartitionRacks\x12\x14\n" +
 	"\x05racks\x18\x01 \x03(\tR\x05racks\"\x90\x01\n" +
 	"\x05Topic\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
+	"\x04name\x18\x01 \x01(\x05R\x04name\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x02 \x01(\x05R\n" +
 	"partitions\x126\n" +
 	"\x05racks\x18\x03 \x03(\v2 .vltava.plugin.v1.PartitionRacksR\x05racks\x12\x1b\n" +
-	"\thas_racks\x18\x04 \x01(\bR\bhasRacks\"\x8f\x01\n" +
+	"\thas_racks\x18\x04 \x01(\bR\bhasRacks\"\xa5\x03\n" +
 	"\rAssignRequest\x12\x19\n" +
-	"\bgroup_id\x18\x01 \x01(\tR\agroupId\x122\n" +
-	"\amembers\x18\x02 \x03(\v2\x18.vltava.plugin.v1.MemberR\amembers\x12/\n" +
-	"\x06topics\x18\x03 \x03(\v2\x17.vltava.plugin.v1.TopicR\x06topics\"r\n" +
-	"\x10MemberAssignment\x12\x1b\n" +
-	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12A\n" +
+	"\bgroup_id\x18\x01 \x01(\tR\agroupId\x12\x1f\n" +
+	"\vtopic_names\x18\x02 \x03(\tR\n" +
+	"topicNames\x12/\n" +
+	"\x06topics\x18\x03 \x03(\v2\x17.vltava.plugin.v1.TopicR\x06topics\x12D\n" +
+	"\rsubscriptions\x18\x04 \x03(\v2\x1e.vltava.plugin.v1.SubscriptionR\rsubscriptions\x12\x1d\n" +
 	"\n" +
-	"partitions\x18\x02 \x03(\v2!.vltava.plugin.v1.TopicPartitionsR\n" +
-	"partitions\"V\n" +
-	"\x0eAssignResponse\x12D\n" +
-	"\vassignments\x18\x01 \x03(\v2\".vltava.plugin.v1.MemberAssignmentR\vassignments\"8\n" +
+	"member_ids\x18\x05 \x03(\tR\tmemberIds\x12!\n" +
+	"\finstance_ids\x18\x06 \x03(\tR\vinstanceIds\x12\x14\n" +
+	"\x05racks\x18\a \x03(\tR\x05racks\x121\n" +
+	"\x14member_subscriptions\x18\b \x03(\x05R\x13memberSubscriptions\x12#\n" +
+	"\rowned_lengths\x18\t \x03(\x05R\fownedLengths\x12\x14\n" +
+	"\x05owned\x18\n" +
+	" \x03(\x05R\x05owned\x12\x1b\n" +
+	"\tuser_data\x18\v \x03(\fR\buserData\"\x8a\x01\n" +
+	"\x0eAssignResponse\x12\x1f\n" +
+	"\vtopic_names\x18\x01 \x03(\tR\n" +
+	"topicNames\x12\x1d\n" +
+	"\n" +
+	"member_ids\x18\x02 \x03(\tR\tmemberIds\x12\x18\n" +
+	"\alengths\x18\x03 \x03(\x05R\alengths\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x04 \x03(\x05R\n" +
+	"partitions\"8\n" +
 	"\x11MechanismsRequest\x12#\n" +
 	"\rlistener_name\x18\x01 \x01(\tR\flistenerName\"4\n" +
 	"\x12MechanismsResponse\x12\x1e\n" +
@@ -2368,101 +2315,96 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_plugin_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: vltava.plugin.v1.InfoRequest
 	(*InfoResponse)(nil),          // 1: vltava.plugin.v1.InfoResponse
 	(*ConfigureRequest)(nil),      // 2: vltava.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),     // 3: vltava.plugin.v1.ConfigureResponse
-	(*TopicPartitions)(nil),       // 4: vltava.plugin.v1.TopicPartitions
-	(*Member)(nil),                // 5: vltava.plugin.v1.Member
-	(*PartitionRacks)(nil),        // 6: vltava.plugin.v1.PartitionRacks
-	(*Topic)(nil),                 // 7: vltava.plugin.v1.Topic
-	(*AssignRequest)(nil),         // 8: vltava.plugin.v1.AssignRequest
-	(*MemberAssignment)(nil),      // 9: vltava.plugin.v1.MemberAssignment
-	(*AssignResponse)(nil),        // 10: vltava.plugin.v1.AssignResponse
-	(*MechanismsRequest)(nil),     // 11: vltava.plugin.v1.MechanismsRequest
-	(*MechanismsResponse)(nil),    // 12: vltava.plugin.v1.MechanismsResponse
-	(*StartRequest)(nil),          // 13: vltava.plugin.v1.StartRequest
-	(*StartResponse)(nil),         // 14: vltava.plugin.v1.StartResponse
-	(*StepRequest)(nil),           // 15: vltava.plugin.v1.StepRequest
-	(*StepResponse)(nil),          // 16: vltava.plugin.v1.StepResponse
-	(*EndRequest)(nil),            // 17: vltava.plugin.v1.EndRequest
-	(*EndResponse)(nil),           // 18: vltava.plugin.v1.EndResponse
-	(*KeyValue)(nil),              // 19: vltava.plugin.v1.KeyValue
-	(*GetRequest)(nil),            // 20: vltava.plugin.v1.GetRequest
-	(*GetResponse)(nil),           // 21: vltava.plugin.v1.GetResponse
-	(*ListRequest)(nil),           // 22: vltava.plugin.v1.ListRequest
-	(*ListResponse)(nil),          // 23: vltava.plugin.v1.ListResponse
-	(*PutRequest)(nil),            // 24: vltava.plugin.v1.PutRequest
-	(*PutResponse)(nil),           // 25: vltava.plugin.v1.PutResponse
-	(*DeleteRequest)(nil),         // 26: vltava.plugin.v1.DeleteRequest
-	(*DeleteResponse)(nil),        // 27: vltava.plugin.v1.DeleteResponse
-	(*Condition)(nil),             // 28: vltava.plugin.v1.Condition
-	(*Op)(nil),                    // 29: vltava.plugin.v1.Op
-	(*TxnRequest)(nil),            // 30: vltava.plugin.v1.TxnRequest
-	(*TxnResponse)(nil),           // 31: vltava.plugin.v1.TxnResponse
-	(*WatchRequest)(nil),          // 32: vltava.plugin.v1.WatchRequest
-	(*WatchEvent)(nil),            // 33: vltava.plugin.v1.WatchEvent
-	(*GrantSessionRequest)(nil),   // 34: vltava.plugin.v1.GrantSessionRequest
-	(*GrantSessionResponse)(nil),  // 35: vltava.plugin.v1.GrantSessionResponse
-	(*KeepAliveRequest)(nil),      // 36: vltava.plugin.v1.KeepAliveRequest
-	(*KeepAliveResponse)(nil),     // 37: vltava.plugin.v1.KeepAliveResponse
-	(*RevokeSessionRequest)(nil),  // 38: vltava.plugin.v1.RevokeSessionRequest
-	(*RevokeSessionResponse)(nil), // 39: vltava.plugin.v1.RevokeSessionResponse
-	(*CompactRequest)(nil),        // 40: vltava.plugin.v1.CompactRequest
-	(*CompactResponse)(nil),       // 41: vltava.plugin.v1.CompactResponse
+	(*Subscription)(nil),          // 4: vltava.plugin.v1.Subscription
+	(*PartitionRacks)(nil),        // 5: vltava.plugin.v1.PartitionRacks
+	(*Topic)(nil),                 // 6: vltava.plugin.v1.Topic
+	(*AssignRequest)(nil),         // 7: vltava.plugin.v1.AssignRequest
+	(*AssignResponse)(nil),        // 8: vltava.plugin.v1.AssignResponse
+	(*MechanismsRequest)(nil),     // 9: vltava.plugin.v1.MechanismsRequest
+	(*MechanismsResponse)(nil),    // 10: vltava.plugin.v1.MechanismsResponse
+	(*StartRequest)(nil),          // 11: vltava.plugin.v1.StartRequest
+	(*StartResponse)(nil),         // 12: vltava.plugin.v1.StartResponse
+	(*StepRequest)(nil),           // 13: vltava.plugin.v1.StepRequest
+	(*StepResponse)(nil),          // 14: vltava.plugin.v1.StepResponse
+	(*EndRequest)(nil),            // 15: vltava.plugin.v1.EndRequest
+	(*EndResponse)(nil),           // 16: vltava.plugin.v1.EndResponse
+	(*KeyValue)(nil),              // 17: vltava.plugin.v1.KeyValue
+	(*GetRequest)(nil),            // 18: vltava.plugin.v1.GetRequest
+	(*GetResponse)(nil),           // 19: vltava.plugin.v1.GetResponse
+	(*ListRequest)(nil),           // 20: vltava.plugin.v1.ListRequest
+	(*ListResponse)(nil),          // 21: vltava.plugin.v1.ListResponse
+	(*PutRequest)(nil),            // 22: vltava.plugin.v1.PutRequest
+	(*PutResponse)(nil),           // 23: vltava.plugin.v1.PutResponse
+	(*DeleteRequest)(nil),         // 24: vltava.plugin.v1.DeleteRequest
+	(*DeleteResponse)(nil),        // 25: vltava.plugin.v1.DeleteResponse
+	(*Condition)(nil),             // 26: vltava.plugin.v1.Condition
+	(*Op)(nil),                    // 27: vltava.plugin.v1.Op
+	(*TxnRequest)(nil),            // 28: vltava.plugin.v1.TxnRequest
+	(*TxnResponse)(nil),           // 29: vltava.plugin.v1.TxnResponse
+	(*WatchRequest)(nil),          // 30: vltava.plugin.v1.WatchRequest
+	(*WatchEvent)(nil),            // 31: vltava.plugin.v1.WatchEvent
+	(*GrantSessionRequest)(nil),   // 32: vltava.plugin.v1.GrantSessionRequest
+	(*GrantSessionResponse)(nil),  // 33: vltava.plugin.v1.GrantSessionResponse
+	(*KeepAliveRequest)(nil),      // 34: vltava.plugin.v1.KeepAliveRequest
+	(*KeepAliveResponse)(nil),     // 35: vltava.plugin.v1.KeepAliveResponse
+	(*RevokeSessionRequest)(nil),  // 36: vltava.plugin.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil), // 37: vltava.plugin.v1.RevokeSessionResponse
+	(*CompactRequest)(nil),        // 38: vltava.plugin.v1.CompactRequest
+	(*CompactResponse)(nil),       // 39: vltava.plugin.v1.CompactResponse
 }
 var file_plugin_proto_depIdxs = []int32{
-	4,  // 0: vltava.plugin.v1.Member.owned:type_name -> vltava.plugin.v1.TopicPartitions
-	6,  // 1: vltava.plugin.v1.Topic.racks:type_name -> vltava.plugin.v1.PartitionRacks
-	5,  // 2: vltava.plugin.v1.AssignRequest.members:type_name -> vltava.plugin.v1.Member
-	7,  // 3: vltava.plugin.v1.AssignRequest.topics:type_name -> vltava.plugin.v1.Topic
-	4,  // 4: vltava.plugin.v1.MemberAssignment.partitions:type_name -> vltava.plugin.v1.TopicPartitions
-	9,  // 5: vltava.plugin.v1.AssignResponse.assignments:type_name -> vltava.plugin.v1.MemberAssignment
-	19, // 6: vltava.plugin.v1.GetResponse.kv:type_name -> vltava.plugin.v1.KeyValue
-	19, // 7: vltava.plugin.v1.ListResponse.kvs:type_name -> vltava.plugin.v1.KeyValue
-	28, // 8: vltava.plugin.v1.TxnRequest.conditions:type_name -> vltava.plugin.v1.Condition
-	29, // 9: vltava.plugin.v1.TxnRequest.ops:type_name -> vltava.plugin.v1.Op
-	0,  // 10: vltava.plugin.v1.Control.Info:input_type -> vltava.plugin.v1.InfoRequest
-	2,  // 11: vltava.plugin.v1.Control.Configure:input_type -> vltava.plugin.v1.ConfigureRequest
-	8,  // 12: vltava.plugin.v1.Assignor.Assign:input_type -> vltava.plugin.v1.AssignRequest
-	11, // 13: vltava.plugin.v1.Authenticator.Mechanisms:input_type -> vltava.plugin.v1.MechanismsRequest
-	13, // 14: vltava.plugin.v1.Authenticator.Start:input_type -> vltava.plugin.v1.StartRequest
-	15, // 15: vltava.plugin.v1.Authenticator.Step:input_type -> vltava.plugin.v1.StepRequest
-	17, // 16: vltava.plugin.v1.Authenticator.End:input_type -> vltava.plugin.v1.EndRequest
-	20, // 17: vltava.plugin.v1.MetadataStore.Get:input_type -> vltava.plugin.v1.GetRequest
-	22, // 18: vltava.plugin.v1.MetadataStore.List:input_type -> vltava.plugin.v1.ListRequest
-	24, // 19: vltava.plugin.v1.MetadataStore.Put:input_type -> vltava.plugin.v1.PutRequest
-	26, // 20: vltava.plugin.v1.MetadataStore.Delete:input_type -> vltava.plugin.v1.DeleteRequest
-	30, // 21: vltava.plugin.v1.MetadataStore.Txn:input_type -> vltava.plugin.v1.TxnRequest
-	32, // 22: vltava.plugin.v1.MetadataStore.Watch:input_type -> vltava.plugin.v1.WatchRequest
-	34, // 23: vltava.plugin.v1.MetadataStore.GrantSession:input_type -> vltava.plugin.v1.GrantSessionRequest
-	36, // 24: vltava.plugin.v1.MetadataStore.KeepAlive:input_type -> vltava.plugin.v1.KeepAliveRequest
-	38, // 25: vltava.plugin.v1.MetadataStore.RevokeSession:input_type -> vltava.plugin.v1.RevokeSessionRequest
-	40, // 26: vltava.plugin.v1.MetadataStore.Compact:input_type -> vltava.plugin.v1.CompactRequest
-	1,  // 27: vltava.plugin.v1.Control.Info:output_type -> vltava.plugin.v1.InfoResponse
-	3,  // 28: vltava.plugin.v1.Control.Configure:output_type -> vltava.plugin.v1.ConfigureResponse
-	10, // 29: vltava.plugin.v1.Assignor.Assign:output_type -> vltava.plugin.v1.AssignResponse
-	12, // 30: vltava.plugin.v1.Authenticator.Mechanisms:output_type -> vltava.plugin.v1.MechanismsResponse
-	14, // 31: vltava.plugin.v1.Authenticator.Start:output_type -> vltava.plugin.v1.StartResponse
-	16, // 32: vltava.plugin.v1.Authenticator.Step:output_type -> vltava.plugin.v1.StepResponse
-	18, // 33: vltava.plugin.v1.Authenticator.End:output_type -> vltava.plugin.v1.EndResponse
-	21, // 34: vltava.plugin.v1.MetadataStore.Get:output_type -> vltava.plugin.v1.GetResponse
-	23, // 35: vltava.plugin.v1.MetadataStore.List:output_type -> vltava.plugin.v1.ListResponse
-	25, // 36: vltava.plugin.v1.MetadataStore.Put:output_type -> vltava.plugin.v1.PutResponse
-	27, // 37: vltava.plugin.v1.MetadataStore.Delete:output_type -> vltava.plugin.v1.DeleteResponse
-	31, // 38: vltava.plugin.v1.MetadataStore.Txn:output_type -> vltava.plugin.v1.TxnResponse
-	33, // 39: vltava.plugin.v1.MetadataStore.Watch:output_type -> vltava.plugin.v1.WatchEvent
-	35, // 40: vltava.plugin.v1.MetadataStore.GrantSession:output_type -> vltava.plugin.v1.GrantSessionResponse
-	37, // 41: vltava.plugin.v1.MetadataStore.KeepAlive:output_type -> vltava.plugin.v1.KeepAliveResponse
-	39, // 42: vltava.plugin.v1.MetadataStore.RevokeSession:output_type -> vltava.plugin.v1.RevokeSessionResponse
-	41, // 43: vltava.plugin.v1.MetadataStore.Compact:output_type -> vltava.plugin.v1.CompactResponse
-	27, // [27:44] is the sub-list for method output_type
-	10, // [10:27] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	5,  // 0: vltava.plugin.v1.Topic.racks:type_name -> vltava.plugin.v1.PartitionRacks
+	6,  // 1: vltava.plugin.v1.AssignRequest.topics:type_name -> vltava.plugin.v1.Topic
+	4,  // 2: vltava.plugin.v1.AssignRequest.subscriptions:type_name -> vltava.plugin.v1.Subscription
+	17, // 3: vltava.plugin.v1.GetResponse.kv:type_name -> vltava.plugin.v1.KeyValue
+	17, // 4: vltava.plugin.v1.ListResponse.kvs:type_name -> vltava.plugin.v1.KeyValue
+	26, // 5: vltava.plugin.v1.TxnRequest.conditions:type_name -> vltava.plugin.v1.Condition
+	27, // 6: vltava.plugin.v1.TxnRequest.ops:type_name -> vltava.plugin.v1.Op
+	0,  // 7: vltava.plugin.v1.Control.Info:input_type -> vltava.plugin.v1.InfoRequest
+	2,  // 8: vltava.plugin.v1.Control.Configure:input_type -> vltava.plugin.v1.ConfigureRequest
+	7,  // 9: vltava.plugin.v1.Assignor.Assign:input_type -> vltava.plugin.v1.AssignRequest
+	9,  // 10: vltava.plugin.v1.Authenticator.Mechanisms:input_type -> vltava.plugin.v1.MechanismsRequest
+	11, // 11: vltava.plugin.v1.Authenticator.Start:input_type -> vltava.plugin.v1.StartRequest
+	13, // 12: vltava.plugin.v1.Authenticator.Step:input_type -> vltava.plugin.v1.StepRequest
+	15, // 13: vltava.plugin.v1.Authenticator.End:input_type -> vltava.plugin.v1.EndRequest
+	18, // 14: vltava.plugin.v1.MetadataStore.Get:input_type -> vltava.plugin.v1.GetRequest
+	20, // 15: vltava.plugin.v1.MetadataStore.List:input_type -> vltava.plugin.v1.ListRequest
+	22, // 16: vltava.plugin.v1.MetadataStore.Put:input_type -> vltava.plugin.v1.PutRequest
+	24, // 17: vltava.plugin.v1.MetadataStore.Delete:input_type -> vltava.plugin.v1.DeleteRequest
+	28, // 18: vltava.plugin.v1.MetadataStore.Txn:input_type -> vltava.plugin.v1.TxnRequest
+	30, // 19: vltava.plugin.v1.MetadataStore.Watch:input_type -> vltava.plugin.v1.WatchRequest
+	32, // 20: vltava.plugin.v1.MetadataStore.GrantSession:input_type -> vltava.plugin.v1.GrantSessionRequest
+	34, // 21: vltava.plugin.v1.MetadataStore.KeepAlive:input_type -> vltava.plugin.v1.KeepAliveRequest
+	36, // 22: vltava.plugin.v1.MetadataStore.RevokeSession:input_type -> vltava.plugin.v1.RevokeSessionRequest
+	38, // 23: vltava.plugin.v1.MetadataStore.Compact:input_type -> vltava.plugin.v1.CompactRequest
+	1,  // 24: vltava.plugin.v1.Control.Info:output_type -> vltava.plugin.v1.InfoResponse
+	3,  // 25: vltava.plugin.v1.Control.Configure:output_type -> vltava.plugin.v1.ConfigureResponse
+	8,  // 26: vltava.plugin.v1.Assignor.Assign:output_type -> vltava.plugin.v1.AssignResponse
+	10, // 27: vltava.plugin.v1.Authenticator.Mechanisms:output_type -> vltava.plugin.v1.MechanismsResponse
+	12, // 28: vltava.plugin.v1.Authenticator.Start:output_type -> vltava.plugin.v1.StartResponse
+	14, // 29: vltava.plugin.v1.Authenticator.Step:output_type -> vltava.plugin.v1.StepResponse
+	16, // 30: vltava.plugin.v1.Authenticator.End:output_type -> vltava.plugin.v1.EndResponse
+	19, // 31: vltava.plugin.v1.MetadataStore.Get:output_type -> vltava.plugin.v1.GetResponse
+	21, // 32: vltava.plugin.v1.MetadataStore.List:output_type -> vltava.plugin.v1.ListResponse
+	23, // 33: vltava.plugin.v1.MetadataStore.Put:output_type -> vltava.plugin.v1.PutResponse
+	25, // 34: vltava.plugin.v1.MetadataStore.Delete:output_type -> vltava.plugin.v1.DeleteResponse
+	29, // 35: vltava.plugin.v1.MetadataStore.Txn:output_type -> vltava.plugin.v1.TxnResponse
+	31, // 36: vltava.plugin.v1.MetadataStore.Watch:output_type -> vltava.plugin.v1.WatchEvent
+	33, // 37: vltava.plugin.v1.MetadataStore.GrantSession:output_type -> vltava.plugin.v1.GrantSessionResponse
+	35, // 38: vltava.plugin.v1.MetadataStore.KeepAlive:output_type -> vltava.plugin.v1.KeepAliveResponse
+	37, // 39: vltava.plugin.v1.MetadataStore.RevokeSession:output_type -> vltava.plugin.v1.RevokeSessionResponse
+	39, // 40: vltava.plugin.v1.MetadataStore.Compact:output_type -> vltava.plugin.v1.CompactResponse
+	24, // [24:41] is the sub-list for method output_type
+	7,  // [7:24] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -2476,7 +2418,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

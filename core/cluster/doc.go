@@ -1,0 +1,116 @@
+// Package cluster is a broker's membership in a Vltava cluster: broker
+// registration, controller election, replica placement, leader
+// election, the ISR-change protocol, unclean and preferred leader
+// election, controlled shutdown and reassignments, all through an
+// sdk.MetadataStore (never go-plugin or gRPC). Kafka's semantics (KIP-500
+// style controller, AlterPartition, KIP-455 reassignments) apply where
+// this comment is silent.
+//
+// # Store keys
+//
+// Values are JSON. Every write that depends on a read is a
+// compare-and-set on the key's version.
+//
+//	/brokers/<id>             ephemeral (the broker's session)
+//	    {"id":1,"host":"127.0.0.1","port":9092,"rack":"","incarnation":"<hex>","shutting_down":false}
+//	/controller               ephemeral (the controller's session), create-only
+//	    {"id":1,"epoch":7}
+//	/controller-epoch         persistent decimal counter, bumped by each new controller
+//	    7
+//	/topics/<name>            persistent
+//	    {"id":"<32 hex>","partitions":2,"configs":{...},"replicas":[[1,2,3],[2,3,1]]}
+//	/partitions/<name>/<p>    persistent
+//	    {"leader":1,"leader_epoch":4,"isr":[1,2,3],"partition_epoch":9,"adding":[],"removing":[]}
+//
+// A topic without "replicas" was written by a single-broker Vltava; the
+// controller gives it to itself (replicas [[self],...]) and writes the
+// missing partition keys.
+//
+// # Registration and fencing
+//
+// Start grants a session (Config.SessionTTL) and creates /brokers/<id>
+// with it; the session keeper renews it every TTL/3. A registration left
+// by another incarnation of the same ID (a process killed before its
+// session ended) makes Start wait, logging, until it expires: Kafka
+// refuses duplicate registrations the same way. If the store says the
+// session ended (a long pause, a store restart), the broker is fenced:
+// the controller has treated it as dead (new leaders elected, ISRs
+// shrunk), so the Node tells a FenceApplier to stop leading, registers
+// with a new session, waits until its view reaches the store's current
+// revision, and unfences. It is also fenced when it could not renew for a
+// whole TTL (the store will have expired it). Kafka's brokers learn of
+// their fencing only from the metadata they replay; this stronger rule
+// bounds the time a deposed leader accepts acks=1 writes that are lost.
+//
+// # Controller election
+//
+// Every Node is a candidate. When its view shows no /controller and it
+// is registered, it campaigns with one Txn: /controller must not exist
+// and /controller-epoch must be at the version read; it creates
+// /controller with its session and epoch+1, and writes the new epoch.
+// Every controller write is a Txn conditioned on /controller still
+// having the version this term created, so a deposed controller (whose
+// session ended, deleting /controller) writes nothing. The other Nodes
+// watch /controller and campaign when it goes.
+//
+// # The controller
+//
+// The controller is level-triggered: on every change of its view (broker
+// up/down, topic created, ISR changed), a timer (the imbalance check) or
+// a failed write, it runs plan over the whole view. plan is a pure
+// function of the view (rules.go; table tests in rules_test.go) that
+// proposes partition writes; reconcile writes them, each a Txn
+// conditioned on the term, the partition's version and, when the replica
+// list changes, the topic's version. A stale proposal fails its
+// condition and is planned again from the newer view. A pass starts only
+// once the view has caught up with the term's previous write.
+//
+// A broker whose registration was recreated between two passes (it went
+// away and came back) is treated as dead for one pass: it loses its
+// leaderships and ISR places like a broker that stayed away, and comes
+// back through the ISR (or, if the partition went offline with it as the
+// last ISR member, by being re-elected with a new leader epoch).
+//
+// Election rules (decidePartition):
+//   - a dead or absent leader is replaced by the first live ISR member in
+//     replica order (brokers not shutting down first); the leader epoch
+//     and partition epoch grow by one; dead brokers leave the ISR;
+//   - with no live ISR member the partition goes offline (leader -1) and
+//     keeps its ISR, so it comes back when an ISR member returns; with
+//     unclean.leader.election.enable (the topic's, else
+//     Config.UncleanLeaderElection) the first live replica leads instead
+//     with ISR = [itself], logged as possible data loss;
+//   - a leader in controlled shutdown hands over to the first eligible
+//     ISR member; brokers in controlled shutdown leave every ISR (a
+//     leader that can not hand over keeps leading until it stops);
+//   - a reassignment completes when every target replica is in the ISR.
+//
+// With AutoLeaderRebalance, every LeaderImbalanceCheckInterval the
+// controller moves leadership back to preferred replicas (the first of
+// each list) of every broker whose share of partitions it prefers but
+// does not lead exceeds LeaderImbalancePerBrokerPercentage.
+//
+// Topic writes (CreateTopic, CreatePartitions, DeleteTopic) and requested
+// changes (ElectLeaders, AlterReassignments) run on whichever Node gets
+// the request: each is a single compare-and-set Txn, safe against every
+// other writer. AlterISR is the leader's own change (AlterPartition).
+//
+// # The broker side
+//
+// Each Node keeps a view of the cluster keys: it lists /brokers/,
+// /topics/, /partitions/ and /controller, then watches "/" from the
+// lowest listing revision, skipping events a listing already holds and
+// keys outside those prefixes. Events of one revision are applied
+// together, then the Applier hears what changed, in revision order. When
+// a watch ends (store restart, ErrCompacted, overflow, ErrUnavailable)
+// the Node lists again, compares with its view, and tells the Applier the
+// difference, so no change is missed.
+//
+// # Goroutines
+//
+// Start starts three, all stopped and waited for by Close: the session
+// keeper, the watcher (plus one pump per watch stream, which the watcher
+// stops and waits for when the stream ends), and the controller
+// candidacy, which runs the controller loop while elected. Applier calls
+// are serialized by Node.applyMu.
+package cluster

@@ -1,0 +1,481 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vltava/vltava/plugins/sdk"
+)
+
+// Config says who this broker is and how the controller behaves. NodeID
+// is required; zero values pick Kafka's defaults.
+type Config struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   string // broker.rack
+
+	// SessionTTL is broker.session.timeout.ms: how long a silent broker
+	// keeps its registration and leaderships (default 9s, Kafka's).
+	// Keep-alives go every third of it.
+	SessionTTL time.Duration
+
+	// AutoLeaderRebalance is auto.leader.rebalance.enable; the check
+	// runs every LeaderImbalanceCheckInterval (default 300s) and moves
+	// leaderships back to preferred replicas of brokers whose share of
+	// non-preferred leaders exceeds LeaderImbalancePerBrokerPercentage
+	// (default 10).
+	AutoLeaderRebalance                bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int
+
+	// UncleanLeaderElection is the broker default of the topic key
+	// unclean.leader.election.enable.
+	UncleanLeaderElection bool
+
+	// DefaultReplicationFactor and DefaultPartitions stand in for -1 in
+	// CreateTopic (default.replication.factor, num.partitions; default 1).
+	DefaultReplicationFactor int16
+	DefaultPartitions        int32
+
+	// ShutdownTimeout bounds ShutDown's wait for leaderships to move
+	// (default 30s).
+	ShutdownTimeout time.Duration
+
+	// Logger receives registration, election and fencing reports; nil
+	// means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 9 * time.Second
+	}
+	if c.LeaderImbalanceCheckInterval <= 0 {
+		c.LeaderImbalanceCheckInterval = 300 * time.Second
+	}
+	if c.LeaderImbalancePerBrokerPercentage <= 0 {
+		c.LeaderImbalancePerBrokerPercentage = 10
+	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Applier is implemented by the broker: it turns store state into
+// partition roles. Calls are never concurrent, come in store revision
+// order, and must not block for long; they may call Node methods (not
+// Close or ShutDown).
+type Applier interface {
+	// ApplyPartition gives a partition's current state and replica list:
+	// the broker leads if st.Leader is its ID, follows st.Leader if it is
+	// in assignment, and drops the replica if it is not. Called on every
+	// change of either; idempotent.
+	ApplyPartition(topic string, p int32, st PartitionState, assignment []int32)
+	// ApplyBrokers gives the live brokers, sorted by ID, on every change.
+	ApplyBrokers(live []BrokerInfo)
+	// ApplyTopicDeleted says the topic is gone (or replaced by a new
+	// topic of the same name, whose partitions follow).
+	ApplyTopicDeleted(topic string)
+}
+
+// FenceApplier is optionally implemented by an Applier. ApplyFenced(true)
+// says the broker's session is gone (expired, or not renewed for a whole
+// TTL): the controller moves or has moved its leaderships away, so it
+// must stop acting as a leader (answer NOT_LEADER_OR_FOLLOWER) until
+// ApplyFenced(false), which comes once it is registered again and its
+// view is current. Calls are serialized with the Applier's.
+type FenceApplier interface {
+	ApplyFenced(fenced bool)
+}
+
+// Node is one broker's membership in the cluster: its registration, its
+// view of the cluster keys, and its candidacy as controller.
+//
+// Goroutines (each started by Start, stopped and waited for by Close):
+// the session keeper (keepSession), the watcher (watchLoop, with one
+// pump per watch stream), and the controller loop (runController).
+type Node struct {
+	cfg         Config
+	store       sdk.MetadataStore
+	apply       Applier
+	log         *slog.Logger
+	incarnation string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	applyMu sync.Mutex // serializes Applier calls
+
+	mu            sync.Mutex
+	view          *view         // REQUIRES mu to swap; a published view is never modified
+	changed       chan struct{} // closed and replaced on every change; REQUIRES mu
+	session       sdk.SessionID // current session; 0 while unregistered
+	fenced        bool
+	shutdown      bool  // ShutDown or Close began: do not register again
+	controllerVer int64 // version of /controller while this Node is controller, else 0
+}
+
+// Start registers the broker, loads the cluster state (calling the
+// Applier for every partition before it returns), and starts the session
+// keeper, the watcher and the controller candidacy. It waits, logging,
+// while the store is unavailable (no quorum yet) or while an earlier
+// incarnation of this broker is still registered, until ctx ends.
+func Start(ctx context.Context, store sdk.MetadataStore, cfg Config, apply Applier) (*Node, error) {
+	cfg.setDefaults()
+	if cfg.NodeID < 0 {
+		return nil, fmt.Errorf("cluster: node id %d is negative", cfg.NodeID)
+	}
+	var inc [8]byte
+	rand.Read(inc[:])
+	n := &Node{
+		cfg:         cfg,
+		store:       store,
+		apply:       apply,
+		log:         cfg.Logger.With("node", cfg.NodeID),
+		incarnation: hex.EncodeToString(inc[:]),
+		view:        newView(),
+		changed:     make(chan struct{}),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.register(ctx); err != nil {
+		n.cancel()
+		return nil, err
+	}
+	var listed []int64
+	err := n.retry(ctx, "load the cluster state", func() (err error) {
+		listed, err = n.resync(ctx)
+		return err
+	})
+	if err != nil {
+		n.revoke()
+		n.cancel()
+		return nil, err
+	}
+	n.wg.Add(3)
+	go n.keepSession(n.ctx)
+	go n.watchLoop(n.ctx, listed)
+	go n.runController(n.ctx)
+	return n, nil
+}
+
+// Close leaves the cluster without a controlled shutdown: it stops every
+// goroutine, waits for them, and revokes the session so the broker's
+// registration (and its controllership) end now rather than after the
+// TTL.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	n.shutdown = true
+	n.mu.Unlock()
+	n.cancel()
+	n.wg.Wait()
+	n.revoke()
+	return nil
+}
+
+// retry runs fn until it succeeds, fails with a non-retryable error, or
+// ctx ends, logging while the store is unavailable.
+func (n *Node) retry(ctx context.Context, what string, fn func() error) error {
+	b := newBackoff()
+	lastLog := time.Time{}
+	for {
+		err := fn()
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			n.log.Warn("cluster: waiting for the metadata store to "+what, "err", err)
+			lastLog = time.Now()
+		}
+		if !b.wait(ctx) {
+			return fmt.Errorf("cluster: %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+// register grants a session and creates /brokers/<id> with it. A
+// registration of another incarnation blocks until it ends (its process
+// died and its session must expire first), as Kafka refuses a duplicate
+// broker registration.
+func (n *Node) register(ctx context.Context) error {
+	info := BrokerInfo{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Rack: n.cfg.Rack, Incarnation: n.incarnation}
+	raw, _ := json.Marshal(info)
+	lastLog := time.Time{}
+	b := newBackoff()
+	fail := func(err error) error { return fmt.Errorf("cluster: register broker %d: %w", n.cfg.NodeID, err) }
+	for {
+		expect := sdk.MustNotExist
+		cur, err := n.store.Get(ctx, &sdk.GetRequest{Key: brokerKey(n.cfg.NodeID)})
+		switch {
+		case err == nil:
+			prev, _ := decodeBroker(cur.Value)
+			if prev.Incarnation != n.incarnation {
+				if time.Since(lastLog) > 5*time.Second {
+					n.log.Warn("cluster: broker ID is registered by another incarnation; waiting for its session to end",
+						"incarnation", prev.Incarnation)
+					lastLog = time.Now()
+				}
+				if !b.wait(ctx) {
+					return fail(ctx.Err())
+				}
+				continue
+			}
+			expect = cur.Version
+		case errors.Is(err, sdk.ErrNotFound):
+		case retryable(err):
+			if !b.wait(ctx) {
+				return fail(ctx.Err())
+			}
+			continue
+		default:
+			return fail(err)
+		}
+		// The session is granted only now, so it can not expire while
+		// waiting above.
+		var sess *sdk.GrantSessionResponse
+		err = n.retry(ctx, "grant a session", func() (err error) {
+			sess, err = n.store.GrantSession(ctx, &sdk.GrantSessionRequest{TTL: n.cfg.SessionTTL})
+			return err
+		})
+		if err != nil {
+			return fail(err)
+		}
+		_, err = n.store.Put(ctx, &sdk.PutRequest{Key: brokerKey(n.cfg.NodeID), Value: raw, ExpectVersion: expect, Session: sess.ID})
+		switch {
+		case err == nil:
+			n.mu.Lock()
+			n.session = sess.ID
+			n.signalLocked()
+			n.mu.Unlock()
+			n.log.Info("cluster: broker registered", "session", sess.ID, "ttl", sess.TTL)
+			return nil
+		case errors.Is(err, sdk.ErrVersionMismatch) || errors.Is(err, sdk.ErrSessionExpired) || retryable(err):
+			n.store.RevokeSession(ctx, &sdk.RevokeSessionRequest{ID: sess.ID}) // best effort
+			if !b.wait(ctx) {
+				return fail(ctx.Err())
+			}
+		default:
+			n.store.RevokeSession(ctx, &sdk.RevokeSessionRequest{ID: sess.ID})
+			return fail(err)
+		}
+	}
+}
+
+// keepSession renews the session every TTL/3. When the store says the
+// session ended, the broker is fenced (see FenceApplier), registers
+// again with a new session, and is unfenced once its view is current.
+func (n *Node) keepSession(ctx context.Context) {
+	defer n.wg.Done()
+	interval := n.cfg.SessionTTL / 3
+	lastOK := time.Now()
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		t.Reset(interval)
+		n.mu.Lock()
+		sess, stop := n.session, n.shutdown
+		n.mu.Unlock()
+		if stop || sess == 0 {
+			continue
+		}
+		_, err := n.store.KeepAlive(ctx, &sdk.KeepAliveRequest{ID: sess})
+		switch {
+		case err == nil:
+			lastOK = time.Now()
+			n.setFenced(false)
+		case errors.Is(err, sdk.ErrSessionExpired):
+			n.mu.Lock()
+			stop = n.shutdown
+			n.session = 0
+			n.signalLocked()
+			n.mu.Unlock()
+			if stop {
+				continue
+			}
+			n.log.Warn("cluster: session expired; the broker is fenced until it registers again", "session", sess)
+			n.setFenced(true)
+			for b := newBackoff(); ; {
+				err := n.register(ctx)
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				n.log.Error("cluster: register again", "err", err)
+				b.wait(ctx)
+			}
+			lastOK = time.Now()
+			n.catchUp(ctx)
+			n.setFenced(false)
+		case ctx.Err() != nil:
+			return
+		default:
+			if time.Since(lastOK) > n.cfg.SessionTTL {
+				n.log.Warn("cluster: session not renewed for a whole TTL; the broker is fenced", "err", err)
+				n.setFenced(true)
+			}
+			t.Reset(min(interval, 200*time.Millisecond))
+		}
+	}
+}
+
+// catchUp waits until the view has caught up with the store's current
+// revision, so a re-registered broker sees what happened while it was
+// fenced before it acts again.
+func (n *Node) catchUp(ctx context.Context) {
+	resp, err := n.store.Txn(ctx, &sdk.TxnRequest{})
+	if err != nil {
+		return
+	}
+	n.waitView(ctx, func(v *view) bool { return v.rev >= resp.Revision })
+}
+
+func (n *Node) setFenced(f bool) {
+	n.mu.Lock()
+	was := n.fenced
+	n.fenced = f
+	n.mu.Unlock()
+	if was == f {
+		return
+	}
+	if fa, ok := n.apply.(FenceApplier); ok {
+		n.applyMu.Lock()
+		fa.ApplyFenced(f)
+		n.applyMu.Unlock()
+	}
+}
+
+// revoke ends the session, deleting the registration and any
+// controllership now (best effort: the TTL ends them anyway).
+func (n *Node) revoke() {
+	n.mu.Lock()
+	sess := n.session
+	n.session = 0
+	n.mu.Unlock()
+	if sess == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := n.store.RevokeSession(ctx, &sdk.RevokeSessionRequest{ID: sess}); err != nil &&
+		!errors.Is(err, sdk.ErrSessionExpired) {
+		n.log.Warn("cluster: revoke session", "err", err)
+	}
+}
+
+// signalLocked wakes every waitView. REQUIRES n.mu.
+func (n *Node) signalLocked() {
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// waitView blocks until cond holds for the current view or ctx ends.
+func (n *Node) waitView(ctx context.Context, cond func(*view) bool) bool {
+	for {
+		n.mu.Lock()
+		v, ch := n.view, n.changed
+		n.mu.Unlock()
+		if cond(v) {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (n *Node) snapshot() *view {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.view
+}
+
+// Brokers returns the live brokers, sorted by ID.
+func (n *Node) Brokers() []BrokerInfo { return n.snapshot().liveBrokers() }
+
+// ControllerID returns the current controller's broker ID, or -1.
+func (n *Node) ControllerID() int32 {
+	v := n.snapshot()
+	if v.controller.version == 0 {
+		return -1
+	}
+	return v.controller.id
+}
+
+// IsController reports whether this Node is the controller now.
+func (n *Node) IsController() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.controllerVer != 0 && n.view.controller.version == n.controllerVer
+}
+
+// Fenced reports whether the broker's session is gone (see FenceApplier).
+func (n *Node) Fenced() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fenced
+}
+
+// Topic returns a topic as last seen.
+func (n *Node) Topic(name string) (Topic, bool) {
+	t, ok := n.snapshot().topics[name]
+	return t, ok
+}
+
+// Topics returns every topic as last seen, sorted by name.
+func (n *Node) Topics() []Topic {
+	v := n.snapshot()
+	out := make([]Topic, 0, len(v.topics))
+	for _, t := range v.topics {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Topic) int {
+		if a.Name < b.Name {
+			return -1
+		} else if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Partition returns a partition's state and replicas as last seen.
+func (n *Node) Partition(topic string, p int32) (PartitionState, []int32, bool) {
+	v := n.snapshot()
+	st, ok := v.parts[TopicPartition{topic, p}]
+	t, tok := v.topics[topic]
+	if !ok || !tok {
+		return PartitionState{}, nil, false
+	}
+	return st.Clone(), slices.Clone(t.Assignment(p)), true
+}
+
+// Revision returns the store revision the Node's view reflects.
+func (n *Node) Revision() int64 { return n.snapshot().rev }

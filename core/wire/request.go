@@ -35,6 +35,11 @@ type Request struct {
 	// Conn describes the connection the request arrived on. It is shared by
 	// all requests of the connection.
 	Conn *ConnInfo
+
+	// payload is the frame the request was decoded from; Body may alias
+	// it. The connection recycles it once the handler returned, for the
+	// API keys whose handlers keep no reference to it.
+	payload []byte
 }
 
 // ConnInfo describes a client connection.

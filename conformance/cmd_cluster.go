@@ -31,6 +31,7 @@ func commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"await":          cmdAwait,
 		"check":          cmdCheck,
 		"raw":            cmdRaw,
+		"group":          cmdGroup,
 	}
 }
 

@@ -183,7 +183,7 @@ func (c *Coordinator) DeleteGroups(now time.Time, req *kmsg.DeleteGroupsRequest,
 			for _, t := range sortedTPs(g.offsets) {
 				out.Records = append(out.Records, c.offsetTombstone(id, t))
 			}
-			out.Records = append(out.Records, c.groupTombstone(id))
+			c.tombstoneGroup(g, &out)
 			if g.classic != nil {
 				g.classic.setState(StateDead, now)
 			}
@@ -203,4 +203,13 @@ func sortedTPs(m map[tp]offset) []tp {
 		return int(a.partition - b.partition)
 	})
 	return ts
+}
+
+// tombstoneGroup adds the tombstones that delete a group's metadata: its
+// KIP-848 records if it has any, and the classic group record.
+func (c *Coordinator) tombstoneGroup(g *group, out *Output) {
+	if g.consumer != nil {
+		c.tombstoneConsumer(g, g.consumer, out)
+	}
+	out.Records = append(out.Records, c.groupTombstone(g.id))
 }

@@ -40,6 +40,7 @@ func (c *Coordinator) JoinGroup(now time.Time, cl Client, req *kmsg.JoinGroupReq
 			return fail(kerr.InconsistentGroupProtocol.Code, req.MemberID)
 		}
 		// An empty KIP-848 group turns classic, keeping its offsets.
+		c.tombstoneConsumer(g, g.consumer, &out)
 		g.consumer, g.classic = nil, newClassic(now)
 	}
 	cg := g.classic
@@ -177,8 +178,8 @@ func (c *Coordinator) addMember(now time.Time, g *group, id string, j join, out 
 }
 
 // replaceStatic gives a static member's place to a new member ID: the old
-// ID is fenced. A Stable group with unchanged protocols does not
-// rebalance; the member gets its old assignment back.
+// ID is fenced. A Stable group whose selected protocol stays the same does
+// not rebalance; the member gets its old assignment back.
 func (c *Coordinator) replaceStatic(now time.Time, g *group, old *member, id string, j join, out *Output) {
 	cg := g.classic
 	fence := func(w Waiter, waiting bool, v int16, sync bool) {
@@ -197,7 +198,6 @@ func (c *Coordinator) replaceStatic(now time.Time, g *group, old *member, id str
 	}
 	fence(old.joinW, old.joining, old.joinV, false)
 	fence(old.syncW, old.syncing, old.syncV, true)
-	same := old.sameProtocols(j.req.Protocols)
 	delete(cg.members, old.id)
 	wasLeader := cg.leader == old.id
 	m := old
@@ -210,7 +210,11 @@ func (c *Coordinator) replaceStatic(now time.Time, g *group, old *member, id str
 	c.updateMember(m, j)
 	m.heartbeatDeadline = now.Add(j.session)
 	switch {
-	case cg.state == StateStable && same:
+	case cg.state == StateStable && cg.selectProtocol() == cg.protocol:
+		// As in Kafka, only a change of the group's protocol makes a
+		// static rejoin rebalance; new metadata (a restarted client
+		// owns nothing yet) does not.
+
 		c.replyJoin(cg, m, out)
 		out.Records = append(out.Records, c.groupRecord(g, now))
 	case cg.state == StatePreparingRebalance:

@@ -147,6 +147,30 @@ func TestKIP345StaticRejoinDoesNotRebalance(t *testing.T) {
 	}
 }
 
+// Kafka rebalances a Stable group on a static rejoin only if the group's
+// selected protocol would change: a restarted client's new metadata (it
+// owns nothing yet) does not count; a protocol the group cannot keep does.
+func TestKIP345StaticRejoinWithNewMetadata(t *testing.T) {
+	c := testCoordinator(topics())
+	stableGroup(t, c, "g", "a", "b")
+	inst := "a"
+	req := joinReq("g", "", &inst, "range")
+	req.Protocols[0].Metadata = []byte("owns nothing yet")
+	r := replyTo[*kmsg.JoinGroupResponse](t, c.JoinGroup(at(200), Client{}, req, "re"), "re")
+	if r.ErrorCode != 0 || r.Generation != 1 {
+		t.Fatalf("static rejoin with new metadata: code %d gen %d", r.ErrorCode, r.Generation)
+	}
+	if st := c.group("g").state(); st != StateStable {
+		t.Fatalf("group is %s after a rejoin with new metadata, want Stable", st)
+	}
+	inst = "b"
+	out := c.JoinGroup(at(300), Client{}, joinReq("g", "", &inst, "roundrobin", "range"), "rb")
+	if st := c.group("g").state(); st != StateStable {
+		t.Fatalf("group is %s after a rejoin that keeps the protocol, want Stable", st)
+	}
+	replyTo[*kmsg.JoinGroupResponse](t, out, "rb")
+}
+
 // Generation fencing: requests from another generation get
 // ILLEGAL_GENERATION, unknown members UNKNOWN_MEMBER_ID, and members of a
 // group that is rebalancing REBALANCE_IN_PROGRESS.

@@ -45,6 +45,9 @@ type consumer struct {
 	static          map[string]string // instance ID → member ID
 	subMeta         map[string]int32  // subscribed topic → partitions, at the last epoch bump
 	emptySince      time.Time
+	// persisted holds the KIP-848 records of this group in the log (key →
+	// value), so each step writes only what changed (consumer_records.go).
+	persisted map[string][]byte
 }
 
 // cmember is one KIP-848 group member.
@@ -64,12 +67,17 @@ type cmember struct {
 	sessionDeadline  time.Time
 	revokeDeadline   time.Time
 	changed          bool // assignment changed since last sent
+	// left is set when a static member left with epoch -2: it keeps its
+	// assignment (nobody else gets those partitions) until its session
+	// times out or its instance rejoins under a new member ID.
+	left bool
 }
 
 func newConsumer(now time.Time) *consumer {
 	return &consumer{
 		target: map[string]map[tpid]bool{}, members: map[string]*cmember{},
 		static: map[string]string{}, subMeta: map[string]int32{}, emptySince: now,
+		persisted: map[string][]byte{},
 	}
 }
 

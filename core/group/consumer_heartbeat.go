@@ -44,14 +44,14 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, now time.Time,
 	}
 	cg := g.consumer
 	if req.MemberEpoch < 0 {
-		if m := cg.members[req.MemberID]; m != nil {
-			c.removeConsumerMember(ctx, now, g, m)
-		}
+		c.leaveConsumer(ctx, now, g, req)
 		resp.MemberID, resp.MemberEpoch = &req.MemberID, req.MemberEpoch
+		c.persistDurably(g, resp, &out)
 		return resp, out
 	}
 	m, e := c.heartbeatMember(now, g, cl, req)
 	if e != nil {
+		c.persistDurably(g, resp, &out) // a rejoin may have removed the old member
 		return fail(e, "")
 	}
 	if c.updateSubscription(g, m, req) {
@@ -68,7 +68,37 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, now time.Time,
 		resp.Assignment = &kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: assignmentTopics(m.assigned)}
 		m.changed = false
 	}
+	c.persistDurably(g, resp, &out)
 	return resp, out
+}
+
+// persistDurably writes what changed in a KIP-848 group; if anything
+// did, resp becomes a durable reply, sent only once the records are in
+// the log (the caller fails it otherwise).
+func (c *Coordinator) persistDurably(g *group, resp *kmsg.ConsumerGroupHeartbeatResponse, out *Output) {
+	if g.consumer == nil {
+		return
+	}
+	c.persistConsumer(g, out)
+	if len(out.Records) > 0 {
+		out.Replies = append(out.Replies, Reply{Resp: resp, Durable: true})
+	}
+}
+
+// leaveConsumer handles a heartbeat with a negative epoch. A static
+// member leaving with -2 keeps its assignment, unused, until its session
+// times out, so that its instance can come back (under a new member ID)
+// without a rebalance; any other leave frees the member's partitions.
+func (c *Coordinator) leaveConsumer(ctx context.Context, now time.Time, g *group, req *kmsg.ConsumerGroupHeartbeatRequest) {
+	m := g.consumer.members[req.MemberID]
+	switch {
+	case m == nil:
+	case req.MemberEpoch == -2 && m.instanceID != "":
+		m.left = true
+		m.sessionDeadline = now.Add(c.cfg.ConsumerSessionTimeout)
+	default:
+		c.removeConsumerMember(ctx, now, g, m)
+	}
 }
 
 // checkHeartbeat validates a heartbeat's fields before any state changes.
@@ -108,7 +138,15 @@ func (c *Coordinator) heartbeatMember(now time.Time, g *group, cl Client, req *k
 			inst = *req.InstanceID
 		}
 		if owner, ok := cg.static[inst]; inst != "" && ok && owner != req.MemberID {
-			return nil, kerr.UnreleasedInstanceID
+			old := cg.members[owner]
+			if old == nil || !old.left {
+				return nil, kerr.UnreleasedInstanceID
+			}
+			// The instance is back: the new member ID takes over the
+			// left member's epoch and assignment, with no new epoch.
+			m = c.replaceStaticConsumer(cg, old, req.MemberID, cl)
+			m.clientID, m.clientHost = cl.ID, cl.Host
+			return m, nil
 		}
 		if m != nil {
 			// A rejoin: the member lost everything it had.
@@ -129,6 +167,8 @@ func (c *Coordinator) heartbeatMember(now time.Time, g *group, cl Client, req *k
 		switch {
 		case m == nil:
 			return nil, kerr.UnknownMemberID
+		case m.left:
+			return nil, kerr.FencedMemberEpoch
 		case req.MemberEpoch == m.epoch:
 		case req.MemberEpoch == m.prevEpoch && ownedWithin(req.Topics, m.assigned):
 			// The member missed the response that moved it on.
@@ -217,4 +257,23 @@ func (c *Coordinator) refreshAssignment(ctx context.Context, now time.Time, g *g
 		return
 	}
 	cg.target, cg.assignmentEpoch, cg.assignor = target, cg.epoch, a.Name()
+}
+
+// replaceStaticConsumer moves a static member that left (epoch -2) to the member
+// ID its instance rejoined with, keeping its epochs, assignment and
+// target, so the group does not rebalance.
+func (c *Coordinator) replaceStaticConsumer(cg *consumer, old *cmember, id string, cl Client) *cmember {
+	if id == "" {
+		id = newMemberID(cl.ID)
+	}
+	m := *old
+	m.id, m.left, m.changed = id, false, true
+	delete(cg.members, old.id)
+	cg.members[id] = &m
+	cg.static[m.instanceID] = id
+	if t, ok := cg.target[old.id]; ok {
+		delete(cg.target, old.id)
+		cg.target[id] = t
+	}
+	return &m
 }

@@ -212,6 +212,7 @@ func (c *Coordinator) Tick(now time.Time) Output {
 			c.tickClassic(now, g, &out)
 		case g.consumer != nil:
 			c.tickConsumer(context.Background(), now, g, &out)
+			c.persistConsumer(g, &out)
 		}
 	}
 	if c.nextRetention.IsZero() {
@@ -245,6 +246,8 @@ func FailReply(resp kmsg.Response, code int16) kmsg.Response {
 		}
 	case *kmsg.OffsetDeleteResponse:
 		r.ErrorCode = code
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		r.ErrorCode, r.Assignment = code, nil
 	}
 	return resp
 }

@@ -50,8 +50,41 @@
 // members is Stable with fresh sessions, so members that keep
 // heartbeating stay in their generation across a broker restart.
 //
-// KIP-848 group state is kept in memory only: after a restart members
-// get UNKNOWN_MEMBER_ID and rejoin with epoch 0 (their offsets survive).
+// KIP-848 groups are persisted too. kmsg has no schemas for Kafka's
+// ConsumerGroup* records, so Vltava writes its own, with key versions far
+// above Kafka's (1001-1004) so the two cannot be confused. Keys are
+// version:int16 group:string, plus member:string for per-member records;
+// values start with value_version:int16 (0). Arrays are int32 count +
+// elements; partitions are [topic_id:uuid(16 bytes) partitions:[int32]],
+// sorted by topic ID and partition:
+//
+//	group       key 1001 group                 value 0: epoch:int32
+//	            assignment_epoch:int32 assignor:string
+//	            subscribed:[topic:string partitions:int32]
+//	            (Kafka's ConsumerGroupMetadata, PartitionMetadata and
+//	            TargetAssignmentMetadata in one)
+//	member      key 1002 group member          value 0: instance_id:string
+//	            rack:string client_id:string client_host:string
+//	            rebalance_timeout_ms:int32 topic_names:[string]
+//	            regex:string server_assignor:string  (empty string = none)
+//	target      key 1003 group member          value 0: partitions
+//	current     key 1004 group member          value 0: member_epoch:int32
+//	            previous_epoch:int32 left_static:bool(int8)
+//	            assigned:partitions revoking:partitions
+//
+// Each step writes only the records whose value changed since the last
+// append (and tombstones for members gone), and the heartbeat reply is
+// durable when it wrote anything. Replay rebuilds members with fresh
+// sessions, so members that keep heartbeating stay at their epoch with
+// their assignment across a broker restart. Deleting the group tombstones
+// members' records first and the group record last; a group record
+// tombstone turns the group back into a (classic, empty) holder of its
+// offsets.
+//
+// A static member that leaves with epoch -2 keeps its assignment (and
+// nobody else gets those partitions) until its session times out; its
+// instance rejoining with epoch 0 under a new member ID takes over the
+// old member's epoch, target and assignment without a new group epoch.
 //
 // # Offsets retention
 //

@@ -268,7 +268,7 @@ func (c *Coordinator) expireOffsets(now time.Time, out *Output) {
 		}
 		if len(g.offsets) == 0 && nowMs >= since+c.cfg.OffsetsRetention.Milliseconds() {
 			c.logger.Info("group: expired empty group", "group", id)
-			out.Records = append(out.Records, c.groupTombstone(id))
+			c.tombstoneGroup(g, out)
 			delete(c.groups, id)
 		}
 	}

@@ -175,6 +175,13 @@ func FuzzReplay(f *testing.F) {
 	}
 	f.Add(groupKey("g"), []byte{0, 3, 0, 8, 'c', 'o', 'n', 's', 'u', 'm', 'e', 'r'})
 	f.Add([]byte{0, 2}, []byte(nil))
+	tp := topics("t", 2)
+	l := &kip848Log{c: testCoordinator(tp)}
+	l.hb(0, "a", "i", 0, []int32{}, tp["t"].ID, "t")
+	l.hb(1, "a", "i", 1, []int32{0, 1}, tp["t"].ID)
+	for _, r := range l.log {
+		f.Add(r.Key, r.Value)
+	}
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		c := testCoordinator(topics("t", 1))
 		_ = c.Replay(at(0), key, value)

@@ -99,18 +99,28 @@ func (c *Coordinator) Replay(now time.Time, key, value []byte) error {
 		}
 		return c.replayGroup(now, k.Group, value)
 	default:
-		// Newer record types (KIP-848 group records written by Kafka)
-		// are not ours to read; skip them.
+		if isConsumerKey(v) {
+			return c.replayConsumer(now, v, key, value)
+		}
+		// Other record types (such as Kafka's own KIP-848 records) are
+		// not ours to read; skip them.
 		return nil
 	}
 }
 
-// Apply makes appended offset records visible: committed offsets change
-// only once their records are in the log.
+// Apply makes appended records visible: committed offsets change only
+// once their records are in the log, and a KIP-848 group's records count
+// as written (so later steps write only changes).
 func (c *Coordinator) Apply(now time.Time, recs []Record) {
 	for _, r := range recs {
-		if len(r.Key) >= 2 && binary.BigEndian.Uint16(r.Key) <= 1 {
+		if len(r.Key) < 2 {
+			continue
+		}
+		switch v := int16(binary.BigEndian.Uint16(r.Key)); {
+		case v == 0 || v == 1:
 			_ = c.Replay(now, r.Key, r.Value)
+		case isConsumerKey(v):
+			c.applyConsumer(r.Key, r.Value)
 		}
 	}
 }
@@ -146,6 +156,9 @@ func (c *Coordinator) replayOffset(now time.Time, k kmsg.OffsetCommitKey, value 
 func (c *Coordinator) replayGroup(now time.Time, id string, value []byte) error {
 	g := c.groups[id]
 	if value == nil {
+		if g != nil && g.consumer != nil {
+			return nil // the classic state was replaced by KIP-848 records
+		}
 		if g != nil && len(g.offsets) == 0 {
 			delete(c.groups, id)
 		} else if g != nil {

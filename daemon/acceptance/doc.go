@@ -23,6 +23,15 @@
 //   - badinput_test.go: oversized frames, garbage requests and a produce
 //     with a bad CRC get a clean close or a Kafka error code and a log
 //     line, and the daemon keeps serving.
+//   - groups_test.go (with groups_member_test.go, the member process):
+//     franz-go members with every balancer, classic and KIP-848, each a
+//     separate OS process (the test binary re-executed), join and leave
+//     one by one and one is kill -9ed; every record is consumed, no
+//     partition ever has two owners, and handovers resume at the commit.
+//   - groups_clients_test.go: sarama's consumer group and kcat -G share a
+//     group; DeleteGroups and OffsetDelete through kadm, across restarts.
+//   - groups_restart_test.go: classic and KIP-848 groups keep their
+//     members, epoch and offsets across a clean and a kill -9 restart.
 //
 // kcat is optional: without it (Debian package "kcat") its parts skip and
 // say so. Under -short the record counts shrink (100,000 records per

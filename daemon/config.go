@@ -31,7 +31,11 @@ type serveFlags struct {
 	dataDir    string
 	nodeID     int
 	logLevel   string
-	cpuProfile string
+	// quorumListen and quorumVoters join a raft metadata quorum
+	// (controller.quorum.listen, controller.quorum.voters).
+	quorumListen string
+	quorumVoters string
+	cpuProfile   string
 	// inProcessPlugins runs the built-ins inside the broker process
 	// (measurement only: compare with the default out-of-process setup).
 	inProcessPlugins bool
@@ -47,6 +51,8 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.dataDir, "data-dir", "", "data `DIR` (log.dirs; default ./data)")
 	fs.IntVar(&f.nodeID, "node-id", 0, "this broker's node `ID` (node.id; default 1)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.quorumListen, "quorum-listen", "", "bind the metadata quorum listener to `HOST:PORT` (controller.quorum.listen; default: this node's voter address)")
+	fs.StringVar(&f.quorumVoters, "quorum-voters", "", "metadata quorum `VOTERS` as 1@host:port,2@host:port,... (controller.quorum.voters); selects metadata.store raft")
 	fs.BoolVar(&f.inProcessPlugins, "in-process-plugins", false, "run the built-in local store and assignors inside the broker process, not as plugin processes (for benchmarks; path plugins are refused)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile from start to shutdown to `FILE` (for benchmarks)")
 	return f
@@ -82,6 +88,10 @@ func (f *serveFlags) load() (config.Broker, error) {
 			cfg.LogDirs = f.dataDir
 		case "node-id":
 			cfg.NodeID = int32(f.nodeID)
+		case "quorum-listen":
+			cfg.ControllerQuorumListen = f.quorumListen
+		case "quorum-voters":
+			cfg.ControllerQuorumVoters = f.quorumVoters
 		}
 	})
 	if f.nodeID < 0 || int64(f.nodeID) > 1<<31-1 {

@@ -117,7 +117,18 @@ func pluginSpecs(cfg config.Broker) ([]host.Spec, error) {
 		return nil
 	}
 	storeConf := maps.Clone(cfg.MetadataStoreConfig)
-	if cfg.MetadataStore == "local" && storeConf["path"] == nil {
+	storeName := strings.TrimSpace(cfg.MetadataStore)
+	if cfg.ControllerQuorumVoters != "" && storeName == "local" {
+		storeName = "raft" // a quorum means a cluster: the replicated store
+	}
+	if storeName == "raft" {
+		conf, err := raftStoreConfig(cfg, storeConf)
+		if err != nil {
+			return nil, err
+		}
+		storeConf = conf
+	}
+	if storeName == "local" && storeConf["path"] == nil {
 		if storeConf == nil {
 			storeConf = map[string]any{}
 		}
@@ -127,7 +138,7 @@ func pluginSpecs(cfg config.Broker) ([]host.Spec, error) {
 		}
 		storeConf["path"] = filepath.Join(dir, "meta", "local.db")
 	}
-	if err := add("metadata.store", serve.KindMetadataStore, strings.TrimSpace(cfg.MetadataStore), storeConf); err != nil {
+	if err := add("metadata.store", serve.KindMetadataStore, storeName, storeConf); err != nil {
 		return nil, err
 	}
 	lists := []struct {
@@ -207,4 +218,33 @@ func checkInProcess(cfg config.Broker) error {
 		return errors.New("only the default local store and built-in assignors without config can run in process")
 	}
 	return nil
+}
+
+// raftStoreConfig fills the built-in raft store's config from the broker's
+// keys, leaving what metadata.store.config sets explicitly.
+func raftStoreConfig(cfg config.Broker, conf map[string]any) (map[string]any, error) {
+	if conf == nil {
+		conf = map[string]any{}
+	}
+	if cfg.ControllerQuorumVoters == "" && conf["voters"] == nil {
+		return nil, errors.New("metadata.store raft: controller.quorum.voters (--quorum-voters) is required")
+	}
+	setDefault := func(k string, v any) {
+		if _, ok := conf[k]; !ok {
+			conf[k] = v
+		}
+	}
+	dir, err := filepath.Abs(cfg.LogDirs)
+	if err != nil {
+		return nil, fmt.Errorf("plugins: log.dirs: %w", err)
+	}
+	setDefault("node.id", cfg.NodeID)
+	setDefault("data.dir", filepath.Join(dir, "meta", "raft"))
+	if cfg.ControllerQuorumVoters != "" {
+		setDefault("voters", cfg.ControllerQuorumVoters)
+	}
+	if cfg.ControllerQuorumListen != "" {
+		setDefault("quorum.listen", cfg.ControllerQuorumListen)
+	}
+	return conf, nil
 }

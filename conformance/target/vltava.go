@@ -24,40 +24,81 @@ type Vltava struct {
 // Name implements Target.
 func (*Vltava) Name() string { return "vltava" }
 
-// Facts implements Target. Vltava is a single broker today: replication
-// and multi-broker clusters are another issue, so those stay false until
-// the vltava target can form a cluster.
+// Facts implements Target. Clusters of several brokers form a raft
+// metadata quorum among themselves (--quorum-voters) and replicate.
 func (*Vltava) Facts() Caps {
 	return Caps{"kill9": true, "stop": true, "restart": true, "rawtcp": true,
-		"multibroker": false, "replication": false, "faults": false}
+		"multibroker": true, "replication": true, "faults": false}
 }
 
-// Start implements Target.
+// Start implements Target. Brokers are node 1..N; with N > 1 each also
+// gets a free quorum port and all are voters.
 func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
-	if o.Brokers > 1 {
-		return nil, fmt.Errorf("%w: vltava clusters of %d brokers (replication is not built yet)", ErrUnsupported, o.Brokers)
-	}
+	n := max(o.Brokers, 1)
 	dir, err := os.MkdirTemp("", "vltava-conformance-")
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	c := &vltavaCluster{dir: dir}
-	args := []string{"--node-id", "1", "--data-dir", filepath.Join(dir, "data"), "--log-level", "debug"}
+	c := &vltavaCluster{dir: dir, procs: map[int32]*proc{}}
+	var common []string
 	if len(o.Config) > 0 {
 		cfg := filepath.Join(dir, "broker.yaml")
 		if err := writeYAML(cfg, o.Config); err != nil {
 			c.Close()
 			return nil, err
 		}
-		args = append(args, "--config", cfg)
+		common = append(common, "--config", cfg)
 	}
-	p, err := startProc(ctx, v.Bin, filepath.Join(dir, "vltavad.log"), args)
-	if err != nil {
+	var voters []string
+	if n > 1 {
+		for id := 1; id <= n; id++ {
+			addr, err := freeAddr()
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			voters = append(voters, fmt.Sprintf("%d@%s", id, addr))
+		}
+	}
+	errs := make(chan error, n)
+	var mu sync.Mutex
+	for id := 1; id <= n; id++ {
+		args := []string{"--node-id", fmt.Sprint(id), "--data-dir", filepath.Join(dir, fmt.Sprintf("data-%d", id)), "--log-level", "debug"}
+		if n > 1 {
+			_, quorum, _ := strings.Cut(voters[id-1], "@")
+			args = append(args, "--quorum-listen", quorum, "--quorum-voters", strings.Join(voters, ","))
+		}
+		args = append(args, common...)
+		go func() { // brokers start together: a quorum needs a majority
+			p, err := startProc(ctx, v.Bin, filepath.Join(dir, fmt.Sprintf("vltavad-%d.log", id)), args)
+			if p != nil {
+				mu.Lock()
+				c.procs[int32(id)] = p
+				mu.Unlock()
+			}
+			errs <- err
+		}()
+	}
+	var firstErr error
+	for range n {
+		if err := <-errs; err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
 		c.Close()
-		return nil, err
+		return nil, firstErr
 	}
-	c.procs = map[int32]*proc{1: p}
 	return c, nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("target: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 func writeYAML(path string, cfg map[string]string) error {
@@ -174,7 +215,11 @@ func startProc(ctx context.Context, bin, logPath string, args []string) (*proc, 
 	addr := ln.Addr().String()
 	ln.Close()
 	p := &proc{bin: bin, addr: addr, logPath: logPath, args: append([]string{"--listen", addr}, args...)}
-	return p, p.start(ctx)
+	if err := p.start(ctx); err != nil {
+		p.kill()
+		return nil, err
+	}
+	return p, nil
 }
 
 func (p *proc) start(ctx context.Context) error {

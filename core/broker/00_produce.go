@@ -57,13 +57,14 @@ import (
 // magicOffset is the position of the magic byte in a record batch.
 const magicOffset = 16
 
-func handleProduce(b *Broker, _ context.Context, req *wire.Request) (*wire.Response, error) {
+func handleProduce(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	acksOK := r.Acks == -1 || r.Acks == 0 || r.Acks == 1
 	now := time.Now()
 	snap := b.meta.Load()
 	failed := 0
+	var pending []ackWait
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
 	for i := range r.Topics {
 		rt, st := &r.Topics[i], &resp.Topics[i]
@@ -79,12 +80,22 @@ func handleProduce(b *Broker, _ context.Context, req *wire.Request) (*wire.Respo
 			if !acksOK {
 				err = fmt.Errorf("acks %d: want -1, 0 or 1: %w", r.Acks, kerr.InvalidRequiredAcks)
 			} else {
-				err = b.produceTo(t, r, rt.Partitions[j].Records, sp, now)
+				var w ackWait
+				w, err = b.produceTo(t, r, rt.Partitions[j].Records, sp, now)
+				if err == nil && w.p != nil {
+					w.topic = rt.Topic
+					pending = append(pending, w)
+				}
 			}
 			if err != nil {
 				failed++
 				setProduceError(b, req, r, rt.Topic, sp, err)
 			}
+		}
+	}
+	if len(pending) > 0 {
+		if err := b.awaitAcks(ctx, req, r, pending); err != nil {
+			return nil, err
 		}
 	}
 	if r.Acks == 0 {
@@ -98,16 +109,24 @@ func handleProduce(b *Broker, _ context.Context, req *wire.Request) (*wire.Respo
 
 // produceTo validates and appends one partition's records and fills sp.
 // Errors carry a *kerr.Error for the client (see produceErrorCode).
-func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp *kmsg.ProduceResponseTopicPartition, now time.Time) error {
+//
+// In cluster mode only the leader appends (else NOT_LEADER_OR_FOLLOWER);
+// with acks=-1 an ISR smaller than min.insync.replicas refuses the write
+// before the append (NOT_ENOUGH_REPLICAS), and the returned ackWait says
+// what the response must wait for.
+func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp *kmsg.ProduceResponseTopicPartition, now time.Time) (ackWait, error) {
 	var p *partition
 	if t != nil {
 		p = t.partition(sp.Partition)
 	}
 	if p == nil {
-		return kerr.UnknownTopicOrPartition
+		return ackWait{}, kerr.UnknownTopicOrPartition
+	}
+	if !p.isLeader() {
+		return ackWait{}, kerr.NotLeaderForPartition
 	}
 	if err := checkProduceFraming(records, r.Version); err != nil {
-		return err
+		return ackWait{}, err
 	}
 	cfg := p.cfg.Load()
 	h, err := record.Validate(records, record.ValidateOptions{
@@ -115,21 +134,28 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 		RequireKeys:   slices.Contains(cfg.CleanupPolicy, "compact"),
 	})
 	if err != nil {
-		return err
+		return ackWait{}, err
 	}
 	if h.Transactional() {
-		return fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
+		return ackWait{}, fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
+	}
+	epoch := p.leaderEpoch.Load()
+	if r.Acks == -1 && p.clustered && int32(p.isrSize()) < cfg.MinInsyncReplicas {
+		return ackWait{}, fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", p.isrSize(), cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
 	}
 	res, err := p.append(records, now)
 	if err != nil {
-		return err
+		return ackWait{}, err
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogStartOffset = res.LogStartOffset
 	if cfg.LogAppendTime && !res.Duplicate {
 		sp.LogAppendTime = res.LogAppendTime
 	}
-	return nil
+	if r.Acks != -1 || !p.clustered {
+		return ackWait{}, nil
+	}
+	return ackWait{p: p, sp: sp, last: res.LastOffset, epoch: epoch, minISR: cfg.MinInsyncReplicas}, nil
 }
 
 // checkProduceFraming applies Kafka's request-level rules for produce v3+:

@@ -43,7 +43,16 @@ package broker
 // of a session we never created gets FETCH_SESSION_ID_NOT_FOUND.
 // IsolationLevel read_committed reads like read_uncommitted until
 // transactions exist (no batch can be transactional: Produce refuses
-// them). ReplicaID / ReplicaState are ignored until replication.
+// them).
+//
+// Replication (cluster mode): only the leader serves fetches
+// (NOT_LEADER_OR_FOLLOWER elsewhere). A fetch from a replica (ReplicaID,
+// or ReplicaState.ID from v15, >= 0) reads up to the log end offset
+// instead of the high watermark, reports the follower's position to the
+// leader state (which may advance the high watermark), and wakes on
+// appends as well as HW moves. When the follower's LastFetchedEpoch and
+// FetchOffset are not on the leader's log, the answer is DivergingEpoch
+// (KIP-320) with no records: the follower truncates and fetches again.
 
 import (
 	"context"
@@ -64,6 +73,7 @@ type fetchPart struct {
 	offset   int64
 	maxBytes int32
 	sp       *kmsg.FetchResponseTopicPartition
+	replica  bool // a follower's fetch: read up to the log end, not the HW
 }
 
 // fetchRead is what one pass over the partitions read: a range per
@@ -129,6 +139,8 @@ func checkFetchSession(r *kmsg.FetchRequest) int16 {
 // now.
 func (b *Broker) fetchPlan(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fetchPart {
 	snap := b.meta.Load()
+	replicaID := fetchReplicaID(r)
+	now := time.Now()
 	n := 0
 	for i := range r.Topics {
 		n += len(r.Topics[i].Partitions)
@@ -168,7 +180,21 @@ func (b *Broker) fetchPlan(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fet
 					if code := checkLeaderEpoch(fp.p, rp.CurrentLeaderEpoch); code != 0 {
 						setFetchError(sp, code)
 						fp.p = nil
+						break
 					}
+				}
+				if !fp.p.isLeader() {
+					setFetchError(sp, kerr.NotLeaderForPartition.Code)
+					fp.p = nil
+					break
+				}
+				if replicaID >= 0 {
+					fp.replica = true
+					if b.replicaDiverged(fp.p, r, rp, sp) {
+						fp.p = nil
+						break
+					}
+					fp.p.followerFetched(replicaID, rp.FetchOffset, now)
 				}
 			}
 			parts = append(parts, fp)
@@ -211,6 +237,9 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 		for i := range parts {
 			if parts[i].p != nil {
 				chs = append(chs, parts[i].p.hwChanged())
+				if parts[i].replica {
+					chs = append(chs, parts[i].p.log.Changed())
+				}
 			}
 		}
 		b.fetchRound(r, parts, fr)
@@ -274,10 +303,14 @@ func (b *Broker) fetchPartition(fp *fetchPart, limit int64, first bool) (*log.Sl
 	if fp.offset < start || fp.offset > max(end, hw) {
 		return nil, kerr.OffsetOutOfRange.Code
 	}
-	if fp.offset >= hw || (!first && limit <= 0) {
+	upTo := hw // consumers read committed records only
+	if fp.replica {
+		upTo = end // followers copy everything the leader has
+	}
+	if fp.offset >= upTo || (!first && limit <= 0) {
 		return nil, 0
 	}
-	s, err := p.log.Read(fp.offset, int(max(limit, 0)), hw)
+	s, err := p.log.Read(fp.offset, int(max(limit, 0)), upTo)
 	switch {
 	case errors.Is(err, log.ErrOffsetOutOfRange):
 		return nil, kerr.OffsetOutOfRange.Code
@@ -331,4 +364,33 @@ func waitAny(ctx context.Context, stop <-chan struct{}, timer <-chan time.Time, 
 		return waitStopped
 	}
 	return waitWoken
+}
+
+// fetchReplicaID is the ID of the replica that sent a fetch, or -1 for a
+// consumer.
+func fetchReplicaID(r *kmsg.FetchRequest) int32 {
+	if r.Version >= 15 {
+		return r.ReplicaState.ID
+	}
+	return r.ReplicaID
+}
+
+// replicaDiverged checks a follower's LastFetchedEpoch (v12+) against the
+// leader's epoch cache and, if its log diverged, fills DivergingEpoch
+// with where it must truncate to. It reports whether it did.
+func (b *Broker) replicaDiverged(p *partition, r *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) bool {
+	if r.Version < 12 || rp.LastFetchedEpoch < 0 {
+		return false
+	}
+	epoch, end := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch)
+	if epoch == rp.LastFetchedEpoch && end >= rp.FetchOffset {
+		return false
+	}
+	hw := p.highWatermark()
+	sp.ErrorCode = 0
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
+	sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = epoch, end
+	b.logger.Info("broker: follower log diverged", "partition", p.String(), "fetch_offset", rp.FetchOffset,
+		"last_fetched_epoch", rp.LastFetchedEpoch, "diverging_epoch", epoch, "end_offset", end)
+	return true
 }

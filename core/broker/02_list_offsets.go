@@ -65,6 +65,8 @@ func handleListOffsets(b *Broker, _ context.Context, req *wire.Request) (*wire.R
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !p.isLeader():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case r.Version >= 4 && checkLeaderEpoch(p, rp.CurrentLeaderEpoch) != 0:
 				sp.ErrorCode = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
 			default:

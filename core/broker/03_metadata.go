@@ -20,15 +20,16 @@ const authorizedOpsUnset = -2147483648
 func handleMetadata(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	host, port := b.advertised()
-	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, host, port
-	if b.cfg.BrokerRack != "" {
-		broker.Rack = &b.cfg.BrokerRack
+	for _, bi := range b.liveBrokers() {
+		broker := kmsg.NewMetadataResponseBroker()
+		broker.NodeID, broker.Host, broker.Port = bi.ID, bi.Host, bi.Port
+		if bi.Rack != "" {
+			broker.Rack = kmsg.StringPtr(bi.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, broker)
 	}
-	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
 	resp.ClusterID = &b.clusterID
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = b.controllerID()
 	resp.AuthorizedOperations = authorizedOpsUnset
 
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
@@ -92,10 +93,23 @@ func (b *Broker) metadataTopic(t *topic, name string) kmsg.MetadataResponseTopic
 	for _, p := range t.partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.index
-		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.leaderEpoch.Load()
-		mp.Replicas = []int32{b.cfg.NodeID}
-		mp.ISR = []int32{b.cfg.NodeID}
+		v := p.viewOf()
+		mp.Leader, mp.LeaderEpoch = v.leader, v.leaderEpoch
+		mp.Replicas, mp.ISR = v.replicas, v.isr
+		if mp.Replicas == nil {
+			mp.Replicas = []int32{}
+		}
+		if mp.ISR == nil {
+			mp.ISR = []int32{}
+		}
+		for _, id := range v.replicas {
+			if _, ok := b.brokerInfo(id); !ok {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+			}
+		}
+		if v.leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

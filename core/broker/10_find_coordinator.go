@@ -69,8 +69,12 @@ func (b *Broker) findCoordinator(ctx context.Context, typ int8, key string) kmsg
 	if p == nil {
 		return fail(kerr.CoordinatorNotAvailable.Code, "no leader")
 	}
-	// The coordinator is the partition's leader: on one broker, us.
-	c.NodeID = b.cfg.NodeID
-	c.Host, c.Port = b.advertised()
+	// The coordinator is the partition's leader (on one broker, us).
+	v := p.viewOf()
+	bi, ok := b.brokerInfo(v.leader)
+	if v.leader < 0 || !ok {
+		return fail(kerr.CoordinatorNotAvailable.Code, "the coordinator's __consumer_offsets partition has no leader")
+	}
+	c.NodeID, c.Host, c.Port = bi.ID, bi.Host, bi.Port
 	return c
 }

@@ -44,10 +44,21 @@ func (b *Broker) createOneTopic(ctx context.Context, r *kmsg.CreateTopicsRequest
 		if partitions != -1 || rf != -1 {
 			return kerr.InvalidRequest.Code, "both a replica assignment and a partition count or replication factor were given"
 		}
-		if code, msg := b.checkAssignment(rt.ReplicaAssignment); code != 0 {
-			return code, msg
+		if b.cl == nil {
+			if code, msg := b.checkAssignment(rt.ReplicaAssignment); code != 0 {
+				return code, msg
+			}
 		}
 		partitions, rf = int32(len(rt.ReplicaAssignment)), int16(len(rt.ReplicaAssignment[0].Replicas))
+	}
+	var assignment [][]int32
+	if b.cl != nil && len(rt.ReplicaAssignment) > 0 {
+		for i, a := range rt.ReplicaAssignment {
+			if a.Partition != int32(i) {
+				return kerr.InvalidReplicaAssignment.Code, "partitions in an assignment must be numbered 0..n-1 in order"
+			}
+			assignment = append(assignment, a.Replicas)
+		}
 	}
 	configs := map[string]string{}
 	for _, c := range rt.Configs {
@@ -56,13 +67,16 @@ func (b *Broker) createOneTopic(ctx context.Context, r *kmsg.CreateTopicsRequest
 		}
 		configs[c.Name] = *c.Value
 	}
-	t, code, msg := b.createTopic(ctx, rt.Topic, partitions, rf, configs, r.ValidateOnly)
+	t, code, msg := b.createTopicWith(ctx, rt.Topic, partitions, rf, assignment, configs, r.ValidateOnly)
 	if code != 0 {
 		return code, msg
 	}
 	st.TopicID = t.id
 	st.NumPartitions = int32(len(t.partitions))
 	st.ReplicationFactor = 1
+	if len(t.replicas) > 0 {
+		st.ReplicationFactor = int16(len(t.replicas[0]))
+	}
 	for _, e := range b.topicConfigEntries(t.overrides) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.Source, c.ReadOnly = e.name, kmsg.StringPtr(e.value), int8(e.source), e.readOnly

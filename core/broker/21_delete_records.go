@@ -51,6 +51,8 @@ func handleDeleteRecords(b *Broker, _ context.Context, req *wire.Request) (*wire
 			switch {
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !p.isLeader():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case !p.cfg.Load().Deletes():
 				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:

@@ -46,6 +46,27 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	if rt.Count <= have {
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the new count must be larger, not %d", rt.Topic, have, rt.Count)
 	}
+	if b.cl != nil {
+		var assignment [][]int32
+		for _, a := range rt.Assignment {
+			assignment = append(assignment, a.Replicas)
+		}
+		ct, err := b.cl.node.CreatePartitions(ctx, rt.Topic, rt.Count, assignment, validateOnly)
+		if err != nil {
+			return clusterErrorCode(err), err.Error()
+		}
+		if validateOnly {
+			return 0, ""
+		}
+		rec := topicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
+		nt, err := b.openTopic(rt.Topic, rec, ct.Version, t)
+		if err != nil {
+			return errKafkaStorage, err.Error()
+		}
+		b.meta.Store(b.meta.Load().with(nt))
+		b.logger.Info("broker: added partitions", "topic", rt.Topic, "from", have, "to", rt.Count)
+		return 0, ""
+	}
 	if rt.Assignment != nil {
 		if int32(len(rt.Assignment)) != rt.Count-have {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("%d assignments for %d new partitions", len(rt.Assignment), rt.Count-have)

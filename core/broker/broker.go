@@ -33,13 +33,19 @@ type Options struct {
 	// Assignors serve KIP-848 consumer groups, preferred first. Nil means
 	// the built-in ones (uniform, range) in group.consumer.assignors order.
 	Assignors []sdk.Assignor
+	// Cluster joins a cluster through core/cluster over Store even without
+	// controller.quorum.voters (tests run several brokers over one shared
+	// store this way).
+	Cluster bool
 }
 
 // Broker is one Kafka-protocol broker. Create it with New, then Start it;
 // Close stops it and waits for everything it started.
 type Broker struct {
 	cfg    config.Broker
+	opts   Options
 	logger *slog.Logger
+	cl     *clusterState // cluster mode only (clustermode.go)
 
 	store     sdk.MetadataStore
 	ownsStore bool
@@ -81,6 +87,7 @@ func New(cfg config.Broker, opts Options) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:    cfg,
+		opts:   opts,
 		logger: logger,
 		store:  opts.Store,
 		ready:  make(chan struct{}),
@@ -127,6 +134,11 @@ func (b *Broker) start() error {
 		}
 		b.store, b.ownsStore = st, true
 	}
+	if b.clustered() {
+		if err := b.waitForStore(); err != nil {
+			return err
+		}
+	}
 	if err := b.loadTopics(context.Background()); err != nil {
 		return err
 	}
@@ -162,6 +174,11 @@ func (b *Broker) start() error {
 		b.maintain()
 	}()
 	b.startCleaner()
+	if b.clustered() {
+		if err := b.startCluster(); err != nil {
+			return err
+		}
+	}
 	b.logger.Info("broker: serving", "addr", ln.Addr().String(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
 	return nil
 }
@@ -212,8 +229,9 @@ func (b *Broker) Close() error {
 
 func (b *Broker) shutdown() error {
 	b.closed.Store(true)
-	close(b.stopCh)
 	var errs []error
+	errs = append(errs, b.stopCluster()) // controlled shutdown while still serving
+	close(b.stopCh)
 	if b.server != nil {
 		errs = append(errs, b.server.Close())
 	} else if b.ln != nil {

@@ -264,6 +264,9 @@ func (h *groupHost) appendLocked(recs []group.Record, now time.Time) error {
 		if p == nil {
 			return fmt.Errorf("broker: __consumer_offsets has no partition %d", i)
 		}
+		if !p.isLeader() {
+			return fmt.Errorf("broker: %s moved to another broker", p)
+		}
 		if _, err := p.append(recordBatch(byPartition[i], now.UnixMilli()), now); err != nil {
 			return err
 		}
@@ -306,7 +309,11 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		return nil
 	}
 	n := b.cfg.OffsetsTopicNumPartitions
-	_, code, msg := b.createTopic(ctx, offsetsTopic, n, 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}, false)
+	rf := int16(1)
+	if b.cl != nil {
+		rf = max(1, min(b.cfg.OffsetsTopicReplicationFactor, int16(len(b.liveBrokers()))))
+	}
+	_, code, msg := b.createTopic(ctx, offsetsTopic, n, rf, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}, false)
 	if code != 0 && code != errTopicAlreadyExists {
 		return fmt.Errorf("broker: create %s: %s (%s)", offsetsTopic, msg, kerr.ErrorForCode(code))
 	}
@@ -345,4 +352,36 @@ func await(ctx context.Context, w *waiter) (*wire.Response, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// gainedPartition replays a __consumer_offsets partition this broker just
+// became leader of, so the groups it holds are served from their latest
+// state (the coordinator moves with the partition's leadership).
+func (h *groupHost) gainedPartition(p *partition) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	n := 0
+	err := readAll(p, func(key, value []byte) {
+		n++
+		if err := h.c.Replay(now, key, value); err != nil {
+			h.b.logger.Warn("broker: skipping a __consumer_offsets record", "partition", p.String(), "err", err)
+		}
+	})
+	if err != nil {
+		h.b.logger.Error("broker: load coordinator partition", "partition", p.String(), "err", err)
+		return
+	}
+	h.b.logger.Info("broker: coordinator partition loaded", "partition", p.String(), "records", n)
+}
+
+// coordinates reports whether this broker leads the __consumer_offsets
+// partition of group (always, in single-node mode).
+func (b *Broker) coordinates(groupID string) bool {
+	t := b.topic(offsetsTopic)
+	if t == nil {
+		return true // created on first use, here
+	}
+	p := t.partition(group.PartitionFor(groupID, int32(len(t.partitions))))
+	return p != nil && p.isLeader()
 }

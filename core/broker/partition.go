@@ -28,6 +28,16 @@ type partition struct {
 
 	hwMu sync.Mutex
 	hwCh chan struct{} // closed when hw next advances; guarded by hwMu
+
+	// repl is the partition's replication role and state. In cluster
+	// mode (clustered) the high watermark follows the ISR (see
+	// replication.go), not the log end.
+	repl      replState
+	clustered bool
+	// leader tracks followers while this broker leads the partition in
+	// cluster mode; guarded by repl.roleMu for writes, read through
+	// leaderState.
+	leader atomic.Pointer[leaderTracker]
 }
 
 func newPartition(topic string, index int32, l *log.Log, cfg config.Topic) *partition {
@@ -119,6 +129,10 @@ func (p *partition) append(batch []byte, now time.Time) (log.AppendResult, error
 	if err != nil {
 		return res, err
 	}
+	if p.clustered {
+		p.leaderAppended(now)
+		return res, nil
+	}
 	p.advanceHW(p.log.EndOffset())
 	return res, nil
 }
@@ -129,6 +143,11 @@ func (p *partition) resetHW() {
 	end := p.log.EndOffset()
 	if p.hw.Load() > end {
 		p.hw.Store(end)
+		p.wake()
+	}
+	if p.clustered {
+		p.leaderAppended(time.Now()) // a leader's HW follows the ISR, not the log end
+		return
 	}
 	p.advanceHW(end)
 }

@@ -31,6 +31,9 @@ type topic struct {
 	cfg        config.Topic
 	partitions []*partition
 	version    int64 // store version of /topics/<name>
+	// replicas is the assignment per partition (cluster mode; nil for a
+	// single-broker topic).
+	replicas [][]int32
 }
 
 func (t *topic) partition(i int32) *partition {
@@ -89,6 +92,9 @@ type topicRecord struct {
 	ID         string            `json:"id"`
 	Partitions int32             `json:"partitions"`
 	Configs    map[string]string `json:"configs,omitempty"`
+	// Replicas is the assignment per partition, written by the cluster
+	// controller; kept as read when the record is rewritten.
+	Replicas [][]int32 `json:"replicas,omitempty"`
 }
 
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
@@ -139,7 +145,7 @@ func (b *Broker) openTopic(name string, rec topicRecord, version int64, prev *to
 	if err != nil {
 		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
 	}
-	t := &topic{name: name, overrides: rec.Configs, cfg: cfg, version: version}
+	t := &topic{name: name, overrides: rec.Configs, cfg: cfg, version: version, replicas: rec.Replicas}
 	if _, err := hex.Decode(t.id[:], []byte(rec.ID)); err != nil {
 		return nil, fmt.Errorf("broker: topic %s: bad id %q", name, rec.ID)
 	}
@@ -155,7 +161,9 @@ func (b *Broker) openTopic(name string, rec topicRecord, version int64, prev *to
 			}
 			return nil, fmt.Errorf("broker: open %s: %w", dirName(name, i), err)
 		}
-		t.partitions = append(t.partitions, newPartition(name, i, l, cfg))
+		p := newPartition(name, i, l, cfg)
+		b.initRole(p)
+		t.partitions = append(t.partitions, p)
 	}
 	return t, nil
 }
@@ -200,6 +208,12 @@ func (b *Broker) removeStrayDirs(snap *topicSnapshot) {
 // createTopic validates and creates a topic, then opens its logs. It
 // returns a Kafka error code and message for the client on failure.
 func (b *Broker) createTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*topic, errorCode, string) {
+	return b.createTopicWith(ctx, name, partitions, rf, nil, configs, validateOnly)
+}
+
+// createTopicWith is createTopic with an optional manual assignment
+// (cluster mode only; single-node mode checks it in CreateTopics).
+func (b *Broker) createTopicWith(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (*topic, errorCode, string) {
 	if err := checkTopicName(name); err != nil {
 		return nil, errInvalidTopic, err.Error()
 	}
@@ -215,7 +229,7 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions int32,
 	if rf <= 0 {
 		return nil, errInvalidReplicationFactor, "replication factor must be at least 1"
 	}
-	if rf > 1 {
+	if rf > 1 && b.cl == nil {
 		return nil, errInvalidReplicationFactor, fmt.Sprintf("replication factor %d is larger than the 1 available broker", rf)
 	}
 	for k, v := range configs {
@@ -233,6 +247,9 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions int32,
 	}
 	if collides := b.collidingTopicLocked(name); collides != "" {
 		return nil, errInvalidTopic, fmt.Sprintf("topic %q collides with existing topic %q ('.' and '_' are the same in metric names)", name, collides)
+	}
+	if b.cl != nil {
+		return b.createClusterTopicLocked(ctx, name, partitions, rf, assignment, configs, validateOnly)
 	}
 	if validateOnly {
 		return &topic{name: name, overrides: configs, partitions: make([]*partition, partitions)}, 0, ""
@@ -280,6 +297,16 @@ func (b *Broker) deleteTopic(ctx context.Context, t *topic) (errorCode, string) 
 	if cur == nil || cur.id != t.id {
 		return errUnknownTopicOrPartition, fmt.Sprintf("topic %q does not exist", t.name)
 	}
+	if b.cl != nil {
+		// The cluster removes the keys; every broker (this one included)
+		// drops its replicas in ApplyTopicDeleted.
+		b.metaMu.Unlock()
+		defer b.metaMu.Lock()
+		if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil {
+			return clusterErrorCode(err), err.Error()
+		}
+		return 0, ""
+	}
 	if _, err := b.store.Delete(ctx, &sdk.DeleteRequest{Key: topicsPrefix + t.name, ExpectVersion: cur.version}); err != nil {
 		return storeErrorCode(err), err.Error()
 	}
@@ -296,7 +323,7 @@ func (b *Broker) deleteTopic(ctx context.Context, t *topic) (errorCode, string) 
 // updateTopicLocked writes a changed topic record with compare-and-set and
 // publishes the new view. metaMu must be held.
 func (b *Broker) updateTopicLocked(ctx context.Context, cur *topic, partitions int32, configs map[string]string) (*topic, error) {
-	rec := topicRecord{ID: hex.EncodeToString(cur.id[:]), Partitions: partitions, Configs: configs}
+	rec := topicRecord{ID: hex.EncodeToString(cur.id[:]), Partitions: partitions, Configs: configs, Replicas: cur.replicas}
 	raw, _ := json.Marshal(rec)
 	put, err := b.store.Put(ctx, &sdk.PutRequest{Key: topicsPrefix + cur.name, Value: raw, ExpectVersion: cur.version})
 	if err != nil {

@@ -83,6 +83,7 @@ type Proc struct {
 	addr    string
 	dataDir string
 	logPath string
+	nodeID  int32 // in a Cluster
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd.Wait returns
@@ -141,6 +142,13 @@ func flagValue(args []string, name string) string {
 
 func (p *Proc) start(t testing.TB) {
 	t.Helper()
+	p.launch(t)
+	p.WaitReady(t)
+}
+
+// launch starts the process without waiting for its port.
+func (p *Proc) launch(t testing.TB) {
+	t.Helper()
 	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +168,12 @@ func (p *Proc) start(t testing.TB) {
 		log.Close()
 		close(p.exited)
 	}()
+}
+
+// WaitReady waits until the broker accepts TCP connections on Addr, and
+// fails the test if it exits first or StartTimeout passes.
+func (p *Proc) WaitReady(t testing.TB) {
+	t.Helper()
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		conn, err := net.DialTimeout("tcp", p.addr, time.Second)

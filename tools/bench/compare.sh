@@ -13,8 +13,12 @@
 #   vltava-copy      vltavad with zero.copy.enable: false (opt-in target)
 #   vltava-alt       the vltavad binary at $ALT_VLTAVAD, e.g. one built
 #                    from a tree with a candidate fix (opt-in A/B target)
-# Each target runs `vltava perf produce` then `vltava perf consume` of the
-# same records (the kfake ceilings run only their half). Runs are
+# Each target runs `vltava perf produce`, then `vltava perf consume` of the
+# same records (franz-go's consumer, decoding every record), then
+# `vltava perf consume --raw` (plain Fetch requests with the consumer's
+# default sizes, records counted from batch headers: what the broker serves
+# rather than what one consumer decodes); the kfake ceilings run only their
+# half. Runs are
 # interleaved (run 1 of every target, then run 2, ...) so machine noise hits
 # all targets alike; the table shows medians over RUNS. Besides MiB/s it
 # shows the CPU seconds (user+sys) the server (from /proc) and the client
@@ -60,17 +64,18 @@ CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 log() { printf '%s\n' "$*" >&2; }
 
 # stop_server sends SIGTERM to the running server and waits for it; after
-# 20 s it sends SIGKILL.
+# 20 s it sends SIGKILL. The server runs in its own process group (setsid),
+# so whatever it started (vltavad's plugin processes) is killed with it.
 stop_server() {
 	[[ -n $SERVER_PID ]] || return 0
 	local pid=$SERVER_PID
 	SERVER_PID=""
-	kill -TERM "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null || true
 	for _ in $(seq 200); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -KILL "$pid" 2>/dev/null || true
+	kill -KILL -- "-$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 }
 
@@ -151,7 +156,10 @@ start_server() {
 		return 1
 		;;
 	esac
-	"${cmd[@]}" >"$out" 2>"$WORK/server-$target-$run.err" &
+	# Create the output file first: the background child opens its
+	# redirections only once it runs, which may be after we first look.
+	: >"$out"
+	setsid "${cmd[@]}" >"$out" 2>"$WORK/server-$target-$run.err" &
 	SERVER_PID=$!
 	ADDR=""
 	for _ in $(seq $((READY_TIMEOUT * 10))); do
@@ -186,13 +194,15 @@ cpu_delta() {
 
 # run_target TARGET RUN runs one produce and/or consume against TARGET and
 # appends "target run produce consume server-cpu(produce consume)
-# client-cpu(produce consume)" to $WORK/results ("-" for a phase not run).
+# client-cpu(produce consume) raw-consume server-cpu(raw) client-cpu(raw)"
+# to $WORK/results ("-" for a phase not run). Raw consume MiB/s counts
+# whole batches (headers and record framing: ~1% over the values at 1 KiB).
 run_target() {
 	local target=$1 run=$2 res="$WORK/$1-$2"
 	start_server "$target" "$run"
 	local cli=("$WORK/bin/vltava" -b "$ADDR")
 	"${cli[@]}" topic create "$TOPIC" -p "$PARTITIONS" >/dev/null
-	local prod=- cons=- pcpu=- ccpu=- pcl=- ccl=- c0 c1
+	local prod=- cons=- pcpu=- ccpu=- pcl=- ccl=- raw=- rcpu=- rcl=- c0 c1
 	local TIMEFORMAT='%U %S'
 	if [[ $target != kfake-synthetic ]]; then
 		c0=$(server_cpu)
@@ -212,11 +222,18 @@ run_target() {
 		cons=$(printf '%.1f' "$(json_field "$res.consume.json" mb_per_sec)")
 		ccpu=$(cpu_delta "$c0" "$c1")
 		ccl=$(awk '{printf "%.2f", $1 + $2}' "$res.consume.time")
+		c0=$(server_cpu)
+		{ time "${cli[@]}" perf consume "$TOPIC" --raw --records "$RECORDS" --json \
+			>"$res.consume-raw.json" 2>"$res.consume-raw.err"; } 2>"$res.consume-raw.time"
+		c1=$(server_cpu)
+		raw=$(printf '%.1f' "$(json_field "$res.consume-raw.json" mb_per_sec)")
+		rcpu=$(cpu_delta "$c0" "$c1")
+		rcl=$(awk '{printf "%.2f", $1 + $2}' "$res.consume-raw.time")
 	fi
 	stop_server
 	rm -rf "$WORK/data-$target-$run"
-	log "run $run $target: produce $prod MiB/s (cpu server $pcpu s, client $pcl s), consume $cons MiB/s (cpu server $ccpu s, client $ccl s)"
-	echo "$target $run $prod $cons $pcpu $ccpu $pcl $ccl" >>"$WORK/results"
+	log "run $run $target: produce $prod MiB/s (cpu server $pcpu s, client $pcl s), consume $cons MiB/s (cpu server $ccpu s, client $ccl s), raw consume $raw MiB/s (cpu server $rcpu s, client $rcl s)"
+	echo "$target $run $prod $cons $pcpu $ccpu $pcl $ccl $raw $rcpu $rcl" >>"$WORK/results"
 }
 
 # ceilings RUN appends "ceilings run pagecache loopback" to $WORK/results.
@@ -226,35 +243,39 @@ ceilings() {
 	pc=$(printf '%.1f' "$(json_field "$out" pagecache_mib_per_sec)")
 	lo=$(printf '%.1f' "$(json_field "$out" loopback_mib_per_sec)")
 	log "run $1 ceilings: page-cache append ${pc} MiB/s, loopback TCP ${lo} MiB/s"
-	echo "ceilings $1 $pc $lo - - - -" >>"$WORK/results"
+	echo "ceilings $1 $pc $lo - - - - - - -" >>"$WORK/results"
 }
 
-# col TARGET FIELD prints the median of column FIELD (3-8) for TARGET.
+# col TARGET FIELD prints the median of column FIELD (3-11) for TARGET.
 col() {
-	local fmt=%.1f
-	[[ $2 -ge 5 ]] && fmt=%.2f
+	local fmt=%.2f
+	[[ $2 -le 4 || $2 -eq 9 ]] && fmt=%.1f
 	# shellcheck disable=SC2046
 	median "$fmt" $(awk -v t="$1" -v f="$2" '$1 == t && $f != "-" {print $f}' "$WORK/results")
 }
 
 report() {
-	local bh syn kd kdc v vc pc lo
+	local bh syn kd kdc kdr synr v vc vr pc lo
 	bh=$(col kfake-blackhole 3)
 	syn=$(col kfake-synthetic 4)
 	kd=$(col kfake-datadir 3)
 	kdc=$(col kfake-datadir 4)
 	v=$(col vltava 3)
 	vc=$(col vltava 4)
+	kdr=$(col kfake-datadir 9)
+	synr=$(col kfake-synthetic 9)
+	vr=$(col vltava 9)
 	pc=$(col ceilings 3)
 	lo=$(col ceilings 4)
 	echo
 	echo "records=$RECORDS size=$SIZE partitions=$PARTITIONS acks=$ACKS compression=$COMPRESSION linger=$LINGER runs=$RUNS"
+	echo "$START_TIME-$(date -u +%H:%M) UTC, load average (1/5/15 min) at start $LOAD_START, at end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")"
 	echo "medians; MiB/s = 2^20 bytes/s of record values; cpu = CPU seconds (user+sys) in the phase"
-	printf '%-18s %9s %9s   %-15s %-15s\n' "" "MiB/s" "" "server cpu s" "client cpu s"
-	printf '%-18s %9s %9s   %7s %7s %7s %7s\n' target produce consume produce consume produce consume
+	printf '%-18s %9s %9s %9s   %-23s %-23s\n' "" "MiB/s" "" "" "server cpu s" "client cpu s"
+	printf '%-18s %9s %9s %9s   %7s %7s %7s %7s %7s %7s\n' target produce consume raw produce consume raw produce consume raw
 	for t in $TARGETS; do
-		printf '%-18s %9s %9s   %7s %7s %7s %7s\n' "$t" "$(col "$t" 3)" "$(col "$t" 4)" \
-			"$(col "$t" 5)" "$(col "$t" 6)" "$(col "$t" 7)" "$(col "$t" 8)"
+		printf '%-18s %9s %9s %9s   %7s %7s %7s %7s %7s %7s\n' "$t" "$(col "$t" 3)" "$(col "$t" 4)" "$(col "$t" 9)" \
+			"$(col "$t" 5)" "$(col "$t" 6)" "$(col "$t" 10)" "$(col "$t" 7)" "$(col "$t" 8)" "$(col "$t" 11)"
 	done
 	printf '%-18s %9s\n' "page-cache append" "$pc"
 	printf '%-18s %9s\n' "loopback TCP" "$lo"
@@ -262,25 +283,32 @@ report() {
 	echo "vltava / kfake-blackhole produce:   $(ratio "$v" "$bh")   (target >= 0.9)"
 	echo "vltava / kfake-datadir   produce:   $(ratio "$v" "$kd")   (target >= 1.2)"
 	echo "vltava / kfake-datadir   consume:   $(ratio "$vc" "$kdc")   (target >= 3)"
+	echo "vltava / kfake-datadir   raw cons:  $(ratio "$vr" "$kdr")   (target >= 3)"
 	echo "vltava / kfake-synthetic consume:   $(ratio "$vc" "$syn")"
+	echo "vltava / kfake-synthetic raw cons:  $(ratio "$vr" "$synr")"
 	echo "vltava produce / page-cache append: $(ratio "$v" "$pc")"
 	echo "vltava produce / loopback TCP:      $(ratio "$v" "$lo")"
 	echo "vltava consume / loopback TCP:      $(ratio "$vc" "$lo")"
+	echo "vltava raw consume / loopback TCP:  $(ratio "$vr" "$lo")"
 	if [[ " $TARGETS " == *" vltava-copy "* ]]; then
 		echo "vltava zero-copy / copy consume:    $(ratio "$vc" "$(col vltava-copy 4)")"
+		echo "vltava zero-copy / copy raw cons:   $(ratio "$vr" "$(col vltava-copy 9)")"
 	fi
 	if [[ " $TARGETS " == *" vltava-alt "* ]]; then
 		echo "vltava-alt / kfake-blackhole produce: $(ratio "$(col vltava-alt 3)" "$bh")"
 		echo "vltava-alt / kfake-datadir produce:   $(ratio "$(col vltava-alt 3)" "$kd")"
 		echo "vltava-alt / kfake-datadir consume:   $(ratio "$(col vltava-alt 4)" "$kdc")"
+		echo "vltava-alt / kfake-datadir raw cons:  $(ratio "$(col vltava-alt 9)" "$kdr")"
 	fi
 	echo
-	echo "per run (target run produce consume server-cpu-produce server-cpu-consume client-cpu-produce client-cpu-consume):"
+	echo "per run (target run produce consume server-cpu-produce server-cpu-consume client-cpu-produce client-cpu-consume raw-consume server-cpu-raw client-cpu-raw):"
 	sort -k1,1 -k2,2n "$WORK/results" | sed 's/^/  /'
 }
 
 build
 : >"$WORK/results"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+START_TIME=$(date -u +%H:%M)
 for run in $(seq "$RUNS"); do
 	for t in $TARGETS; do
 		run_target "$t" "$run"

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -78,6 +80,7 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 	records := f.Int("records", 100000, "records to produce")
 	size := f.Int("record-size", 1024, "value size in bytes")
 	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
+	prof := f.String("cpuprofile", "", "write this client's CPU profile to `FILE`")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -85,6 +88,11 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 	if *records <= 0 || *size < 0 {
 		return fmt.Errorf("--records must be positive and --record-size not negative")
 	}
+	stopProf, err := startCPUProfile(*prof)
+	if err != nil {
+		return err
+	}
+	defer stopProf()
 	opts, err := pf.opts()
 	if err != nil {
 		return err
@@ -144,6 +152,9 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 	records := f.Int("records", 100000, "records to consume from the start of the topic")
 	idle := f.Duration("timeout", 10*time.Second, "give up after this long without a record")
 	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
+	raw := f.Bool("raw", false, "send Fetch requests and count records from batch headers without decoding them "+
+		"(what the brokers serve, not what one consumer decodes); bytes are whole batches")
+	prof := f.String("cpuprofile", "", "write this client's CPU profile to `FILE`")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -151,7 +162,16 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 	if *records <= 0 {
 		return fmt.Errorf("--records must be positive")
 	}
-	cl, err := e.client(kgo.ConsumeTopics(pos[0]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	stopProf, err := startCPUProfile(*prof)
+	if err != nil {
+		return err
+	}
+	defer stopProf()
+	var opts []kgo.Opt
+	if !*raw {
+		opts = append(opts, kgo.ConsumeTopics(pos[0]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	}
+	cl, err := e.client(opts...)
 	if err != nil {
 		return err
 	}
@@ -160,9 +180,16 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 	out := newPerfOutput(e, *asJSON)
 	m := perfstat.NewMeter(time.Now(), false)
 	stop := out.reportEvery(m)
-	got, err := consumeCount(ctx, cl, m, int64(*records), *idle)
+	kind, count := "consume", consumeCount
+	if *raw {
+		kind = "consume-raw"
+		count = func(ctx context.Context, cl *kgo.Client, m *perfstat.Meter, want int64, idle time.Duration) (int64, error) {
+			return consumeRaw(ctx, cl, pos[0], m, want, idle)
+		}
+	}
+	got, err := count(ctx, cl, m, int64(*records), *idle)
 	stop()
-	if serr := out.summary("consume", m.Total(time.Now())); serr != nil {
+	if serr := out.summary(kind, m.Total(time.Now())); serr != nil {
 		return serr
 	}
 	if err != nil {
@@ -206,4 +233,21 @@ func consumeCount(ctx context.Context, cl *kgo.Client, m *perfstat.Meter, want i
 		}
 	}
 	return got, nil
+}
+
+// startCPUProfile starts a CPU profile into path ("" for none); the
+// returned function stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -1,0 +1,70 @@
+package broker
+
+// AlterPartitionReassignments v0 (KIP-455): start (Replicas non-null) or
+// cancel (null) moving partitions to new replica lists. core/cluster
+// records the reassignment; the leader adds the new replicas, they catch
+// up by fetching, and the controller switches to the target list and
+// drops the old replicas once every target replica is in the ISR.
+//
+// Per partition: INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS
+// (cancel without one), UNKNOWN_TOPIC_OR_PARTITION. In single-node mode
+// the only valid target is the current single replica (no change).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/cluster"
+	"github.com/vltava/vltava/core/wire"
+)
+
+func handleAlterPartitionReassignments(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	r := req.Body.(*kmsg.AlterPartitionAssignmentsRequest)
+	resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	targets := map[cluster.TopicPartition][]int32{}
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			targets[cluster.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.Replicas
+		}
+	}
+	var results map[cluster.TopicPartition]error
+	if b.cl != nil {
+		cctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 1000))*time.Millisecond)
+		results = b.cl.node.AlterReassignments(cctx, targets)
+		cancel()
+	} else {
+		results = map[cluster.TopicPartition]error{}
+		for tp, target := range targets {
+			t := b.topic(tp.Topic)
+			switch {
+			case t == nil || t.partition(tp.Partition) == nil:
+				results[tp] = kerr.UnknownTopicOrPartition
+			case target == nil:
+				results[tp] = kerr.NoReassignmentInProgress
+			case !slices.Equal(target, []int32{b.cfg.NodeID}):
+				results[tp] = kerr.InvalidReplicaAssignment
+			default:
+				results[tp] = nil
+			}
+		}
+	}
+	for _, rt := range r.Topics {
+		st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if err := results[cluster.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; err != nil {
+				sp.ErrorCode = clusterErrorCode(err)
+				sp.ErrorMessage = kmsg.StringPtr(err.Error())
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return reply(resp)
+}

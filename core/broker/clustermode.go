@@ -1,0 +1,441 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/vltava/vltava/core/cluster"
+	"github.com/vltava/vltava/core/replica"
+	"github.com/vltava/vltava/plugins/sdk"
+)
+
+// Cluster mode (issue 5). With controller.quorum.voters set (or
+// Options.Cluster) the broker joins a cluster through core/cluster: it
+// registers, and the cluster's watcher tells it, partition by partition,
+// whether it leads, follows or does neither (clusterApplier). Without it
+// the broker is its own controller and leads every partition
+// (single-node mode, as before replication).
+
+// clusterState is the broker's cluster-mode machinery; nil in single-node
+// mode.
+type clusterState struct {
+	node     *cluster.Node
+	fetchers *replica.Fetchers
+	cancel   context.CancelFunc
+	live     atomic.Pointer[[]cluster.BrokerInfo]
+}
+
+// clustered reports whether the broker runs as a member of a cluster.
+func (b *Broker) clustered() bool { return b.cfg.ControllerQuorumVoters != "" || b.opts.Cluster }
+
+// initRole gives a newly opened partition its starting role: leader of
+// itself in single-node mode, nothing until the controller says so in a
+// cluster.
+func (b *Broker) initRole(p *partition) {
+	if !b.clustered() {
+		p.setSingle(b.cfg.NodeID)
+		return
+	}
+	p.clustered = true
+	p.repl.roleV.Store(int32(roleNone))
+	p.setView(&partView{leader: -1, leaderEpoch: p.leaderEpoch.Load()})
+}
+
+// waitForStore blocks until the metadata store answers, logging while it
+// does not (a raft quorum forms only once a majority of voters is up).
+func (b *Broker) waitForStore() error {
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_, err := b.store.Get(ctx, &sdk.GetRequest{Key: "/controller"})
+		cancel()
+		if err == nil || errors.Is(err, sdk.ErrNotFound) {
+			if attempt > 0 {
+				b.logger.Info("broker: metadata quorum is available")
+			}
+			return nil
+		}
+		if !errors.Is(err, sdk.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("broker: metadata store: %w", err)
+		}
+		b.logger.Warn("broker: waiting for the metadata quorum (a majority of controller.quorum.voters must be up)",
+			"voters", b.cfg.ControllerQuorumVoters, "err", err)
+		select {
+		case <-b.stopCh:
+			return errors.New("broker: stopped while waiting for the metadata quorum")
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// startCluster registers the broker and starts the watcher, fetchers and
+// the ISR checks. The listener must be bound (its address is registered).
+func (b *Broker) startCluster() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cs := &clusterState{cancel: cancel}
+	cs.live.Store(&[]cluster.BrokerInfo{})
+	cs.fetchers = replica.NewFetchers(replica.Config{
+		ReplicaID:         b.cfg.NodeID,
+		BrokerEpoch:       -1,
+		MaxWait:           time.Duration(b.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
+		PartitionMaxBytes: b.cfg.ReplicaFetchMaxBytes,
+		Backoff:           200 * time.Millisecond,
+		Dial:              replica.KgoDialer(fmt.Sprintf("vltava-replica-%d", b.cfg.NodeID)),
+		Logger:            b.logger,
+	})
+	b.cl = cs
+	host, port := b.advertised()
+	node, err := cluster.Start(ctx, b.store, cluster.Config{
+		NodeID:                   b.cfg.NodeID,
+		Host:                     host,
+		Port:                     port,
+		Rack:                     b.cfg.BrokerRack,
+		SessionTTL:               time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		AutoLeaderRebalance:      b.cfg.AutoLeaderRebalanceEnable,
+		UncleanLeaderElection:    b.cfg.UncleanLeaderElectionEnable,
+		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
+		DefaultPartitions:        b.cfg.NumPartitions,
+		Logger:                   b.logger,
+	}, clusterApplier{b})
+	if err != nil {
+		cancel()
+		cs.fetchers.Close()
+		b.cl = nil
+		return fmt.Errorf("broker: join cluster: %w", err)
+	}
+	cs.node = node
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.isrLoop(ctx)
+	}()
+	return nil
+}
+
+// stopCluster hands leadership away (controlled shutdown, bounded), then
+// stops the node and the fetchers.
+func (b *Broker) stopCluster() error {
+	cs := b.cl
+	if cs == nil {
+		return nil
+	}
+	var errs []error
+	if cs.node != nil && b.cfg.ControlledShutdownEnable {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if err := cs.node.ShutDown(ctx); err != nil {
+			b.logger.Warn("broker: controlled shutdown incomplete", "err", err)
+		}
+		cancel()
+	}
+	cs.cancel()
+	if cs.node != nil {
+		errs = append(errs, cs.node.Close())
+	}
+	cs.fetchers.Close()
+	return errors.Join(errs...)
+}
+
+// liveBrokers lists the registered brokers (just this one in single-node
+// mode).
+func (b *Broker) liveBrokers() []cluster.BrokerInfo {
+	if b.cl == nil {
+		host, port := b.advertised()
+		return []cluster.BrokerInfo{{ID: b.cfg.NodeID, Host: host, Port: port, Rack: b.cfg.BrokerRack}}
+	}
+	return *b.cl.live.Load()
+}
+
+// brokerInfo finds a live broker by ID.
+func (b *Broker) brokerInfo(id int32) (cluster.BrokerInfo, bool) {
+	for _, bi := range b.liveBrokers() {
+		if bi.ID == id {
+			return bi, true
+		}
+	}
+	return cluster.BrokerInfo{}, false
+}
+
+// controllerID is the current controller's node ID (-1 if none).
+func (b *Broker) controllerID() int32 {
+	if b.cl == nil || b.cl.node == nil {
+		return b.cfg.NodeID
+	}
+	return b.cl.node.ControllerID()
+}
+
+// clusterApplier turns the cluster watcher's calls into role changes.
+type clusterApplier struct{ b *Broker }
+
+var (
+	_ cluster.Applier      = clusterApplier{}
+	_ cluster.FenceApplier = clusterApplier{}
+)
+
+// ApplyPartition implements cluster.Applier.
+func (a clusterApplier) ApplyPartition(topic string, p int32, st cluster.PartitionState, assignment []int32) {
+	a.b.applyPartition(topic, p, st, assignment)
+}
+
+// ApplyBrokers implements cluster.Applier.
+func (a clusterApplier) ApplyBrokers(live []cluster.BrokerInfo) {
+	b := a.b
+	if b.cl == nil {
+		return
+	}
+	l := slices.Clone(live)
+	b.cl.live.Store(&l)
+	// Followers whose leader just (re)appeared, or moved, fetch from it.
+	for _, p := range b.meta.Load().allPartitions() {
+		p.repl.roleMu.Lock()
+		if p.role() == roleFollower {
+			b.followLocked(p, p.viewOf().leader)
+		}
+		p.repl.roleMu.Unlock()
+	}
+}
+
+// ApplyFenced implements cluster.FenceApplier: a fenced broker (its
+// session lapsed) stops leading at once; once registered again it
+// re-applies every partition's current state.
+func (a clusterApplier) ApplyFenced(fenced bool) {
+	b := a.b
+	if fenced {
+		b.logger.Warn("broker: fenced (session lost): no longer leading any partition")
+		for _, p := range b.meta.Load().allPartitions() {
+			p.repl.roleMu.Lock()
+			if p.role() == roleLeader {
+				p.stopLeadingLocked()
+				p.repl.roleV.Store(int32(roleNone))
+				p.wake()
+			}
+			p.repl.roleMu.Unlock()
+		}
+		return
+	}
+	b.logger.Info("broker: unfenced: re-applying partition states")
+	if b.cl == nil || b.cl.node == nil {
+		return
+	}
+	for _, t := range b.cl.node.Topics() {
+		for i := range t.Partitions {
+			if st, assignment, ok := b.cl.node.Partition(t.Name, i); ok {
+				b.applyPartition(t.Name, i, st, assignment)
+			}
+		}
+	}
+}
+
+// ApplyTopicDeleted implements cluster.Applier.
+func (a clusterApplier) ApplyTopicDeleted(topic string) {
+	b := a.b
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	t := b.topic(topic)
+	if t == nil {
+		return
+	}
+	for _, p := range t.partitions {
+		p.repl.roleMu.Lock()
+		b.cl.fetchers.Unfollow(p)
+		p.stopLeadingLocked()
+		p.repl.roleV.Store(int32(roleNone))
+		p.repl.followAddr = ""
+		p.repl.roleMu.Unlock()
+		p.wake()
+	}
+	b.meta.Store(b.meta.Load().without(topic))
+	for _, p := range t.partitions {
+		if err := p.log.Delete(); err != nil {
+			b.logger.Error("broker: delete partition", "partition", p.String(), "err", err)
+		}
+	}
+	b.logger.Info("broker: deleted topic", "topic", topic)
+}
+
+// applyPartition makes this broker leader, follower or neither of one
+// partition, as the controller published. Idempotent.
+func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionState, assignment []int32) {
+	p := b.clusterPartition(topic, index)
+	if p == nil {
+		b.logger.Warn("broker: partition state for a topic this broker cannot open", "topic", topic, "partition", index)
+		return
+	}
+	v := &partView{leader: st.Leader, leaderEpoch: st.LeaderEpoch, partitionEpoch: st.PartitionEpoch,
+		replicas: slices.Clone(assignment), isr: slices.Clone(st.ISR), version: st.Version}
+	me := b.cfg.NodeID
+	p.repl.roleMu.Lock()
+	defer p.repl.roleMu.Unlock()
+	cur, curV := p.role(), p.viewOf()
+	if curV != nil && curV.version > v.version && curV.leaderEpoch >= v.leaderEpoch {
+		return // older than what we hold (our own ISR commit got here first)
+	}
+	now := time.Now()
+	switch {
+	case st.Leader == me:
+		if cur == roleLeader && curV.leaderEpoch == st.LeaderEpoch && !sameInts(curV.replicas, v.replicas) {
+			if err := p.becomeLeaderLocked(me, v, now, true); err != nil {
+				b.logger.Error("broker: new replica list", "partition", p.String(), "err", err)
+			}
+			return
+		}
+		if cur == roleLeader && curV.leaderEpoch == st.LeaderEpoch {
+			p.setView(v)
+			if lt := p.leader.Load(); lt != nil {
+				lt.mu.Lock()
+				lt.ls.SetISR(v.isr)
+				hw := lt.ls.HighWatermark()
+				lt.mu.Unlock()
+				p.advanceHW(min(hw, p.log.EndOffset()))
+			}
+			p.wake()
+			return
+		}
+		b.cl.fetchers.Unfollow(p)
+		p.repl.followAddr = ""
+		if err := p.becomeLeaderLocked(me, v, now, false); err != nil {
+			b.logger.Error("broker: become leader", "partition", p.String(), "err", err)
+			return
+		}
+		b.logger.Info("broker: leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "leo", p.log.EndOffset(), "hw", p.highWatermark())
+		if topic == offsetsTopic && b.groups != nil {
+			go b.groups.gainedPartition(p)
+		}
+	case st.Leader >= 0 && slices.Contains(assignment, me):
+		same := cur == roleFollower && curV.leader == st.Leader && curV.leaderEpoch == st.LeaderEpoch
+		p.stopLeadingLocked()
+		p.leaderEpoch.Store(st.LeaderEpoch)
+		p.setView(v)
+		p.repl.roleV.Store(int32(roleFollower))
+		if !same {
+			b.cl.fetchers.Unfollow(p)
+			p.repl.followAddr = ""
+			b.logger.Info("broker: following", "partition", p.String(), "leader", st.Leader, "leader_epoch", st.LeaderEpoch)
+		}
+		b.followLocked(p, st.Leader)
+		p.wake()
+	default:
+		b.cl.fetchers.Unfollow(p)
+		p.repl.followAddr = ""
+		p.stopLeadingLocked()
+		p.leaderEpoch.Store(max(st.LeaderEpoch, p.leaderEpoch.Load()))
+		p.setView(v)
+		if cur != roleNone {
+			b.logger.Info("broker: not a replica or partition offline", "partition", p.String(), "leader", st.Leader)
+		}
+		p.repl.roleV.Store(int32(roleNone))
+		p.wake()
+	}
+}
+
+// followLocked points the fetchers at leader's current address, if known
+// and changed. p.repl.roleMu must be held.
+func (b *Broker) followLocked(p *partition, leader int32) {
+	bi, ok := b.brokerInfo(leader)
+	if !ok {
+		return // ApplyBrokers follows once the leader registers
+	}
+	addr := net.JoinHostPort(bi.Host, strconv.Itoa(int(bi.Port)))
+	if p.repl.followAddr == addr {
+		return
+	}
+	if p.repl.followAddr != "" {
+		b.cl.fetchers.Unfollow(p)
+	}
+	p.repl.followAddr = addr
+	b.cl.fetchers.Follow(p, replica.BrokerAddr{ID: leader, Addr: addr})
+}
+
+// clusterPartition returns the partition, reading its topic from the
+// store first if this broker does not know it (or its partition) yet.
+func (b *Broker) clusterPartition(topic string, index int32) *partition {
+	if t := b.topic(topic); t != nil && t.partition(index) != nil {
+		return t.partition(index)
+	}
+	if err := b.refreshTopic(context.Background(), topic); err != nil {
+		b.logger.Warn("broker: read topic", "topic", topic, "err", err)
+		return nil
+	}
+	if t := b.topic(topic); t != nil {
+		return t.partition(index)
+	}
+	return nil
+}
+
+// refreshTopic reads /topics/<name> and opens or updates the topic.
+func (b *Broker) refreshTopic(ctx context.Context, name string) error {
+	resp, err := b.store.Get(ctx, &sdk.GetRequest{Key: topicsPrefix + name})
+	if err != nil {
+		return err
+	}
+	var rec topicRecord
+	if err := json.Unmarshal(resp.Value, &rec); err != nil {
+		return fmt.Errorf("broker: topic %s: %w", name, err)
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	prev := b.topic(name)
+	if prev != nil && prev.version >= resp.Version {
+		return nil
+	}
+	t, err := b.openTopic(name, rec, resp.Version, prev)
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		for _, p := range t.partitions {
+			p.setConfig(t.cfg)
+		}
+	}
+	b.meta.Store(b.meta.Load().with(t))
+	return nil
+}
+
+// createClusterTopicLocked creates a topic through the cluster (the
+// controller's placement, or assignment), then opens it here; the other
+// brokers open it when its partition states reach them. metaMu is held.
+func (b *Broker) createClusterTopicLocked(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (*topic, errorCode, string) {
+	if assignment != nil {
+		partitions, rf = -1, -1 // the assignment says both
+	}
+	if validateOnly {
+		plan, err := b.cl.node.PlanTopic(ctx, partitions, rf, assignment)
+		if err != nil {
+			return nil, clusterErrorCode(err), err.Error()
+		}
+		return &topic{name: name, overrides: configs, partitions: make([]*partition, len(plan)), replicas: plan}, 0, ""
+	}
+	ct, err := b.cl.node.CreateTopic(ctx, name, partitions, rf, assignment, configs)
+	if err != nil {
+		return nil, clusterErrorCode(err), err.Error()
+	}
+	rec := topicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
+	if prev := b.topic(name); prev != nil {
+		return prev, 0, "" // the watcher opened it first
+	}
+	t, err := b.openTopic(name, rec, ct.Version, nil)
+	if err != nil {
+		b.logger.Error("broker: create topic", "topic", name, "err", err)
+		return nil, errKafkaStorage, err.Error()
+	}
+	b.meta.Store(b.meta.Load().with(t))
+	b.logger.Info("broker: created topic", "topic", name, "partitions", ct.Partitions, "replicas", ct.Replicas)
+	return t, 0, ""
+}
+
+// clusterErrorCode maps a core/cluster error (which wraps a kerr code
+// where one applies) to the code for the client.
+func clusterErrorCode(err error) errorCode {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return storeErrorCode(err)
+}

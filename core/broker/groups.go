@@ -216,13 +216,22 @@ func (h *groupHost) step(fn func(c *group.Coordinator, now time.Time) group.Outp
 	h.mu.Lock()
 	now := time.Now()
 	out := fn(h.c, now)
-	err := h.appendLocked(out.Records, now)
+	appended, err := h.appendLocked(out.Records, now)
 	if err == nil {
 		h.c.Apply(now, out.Records)
 	} else {
 		h.b.logger.Error("broker: append to __consumer_offsets", "err", err)
 	}
 	h.mu.Unlock()
+	if err == nil && anyDurable(out.Replies) {
+		// Like Kafka's acks=-1 for the offsets topic: a commit is
+		// acknowledged only once every ISR member has it, so it survives
+		// the coordinator's failover. Waiting happens outside h.mu.
+		err = h.awaitReplicated(appended)
+		if err != nil {
+			h.b.logger.Warn("broker: __consumer_offsets write not replicated", "err", err)
+		}
+	}
 	for i, r := range out.Replies {
 		if err != nil && r.Durable {
 			out.Replies[i].Resp = group.FailReply(r.Resp, group.StorageErrorCode())
@@ -241,15 +250,46 @@ func (h *groupHost) step(fn func(c *group.Coordinator, now time.Time) group.Outp
 	return out
 }
 
-// appendLocked writes records to their __consumer_offsets partitions, one
-// batch per partition. h.mu must be held.
-func (h *groupHost) appendLocked(recs []group.Record, now time.Time) error {
-	if len(recs) == 0 {
+// offsetsCommitTimeout bounds the wait for the ISR on an offsets-topic
+// write (Kafka's offsets.commit.timeout.ms default).
+const offsetsCommitTimeout = 5 * time.Second
+
+func anyDurable(rs []group.Reply) bool {
+	for _, r := range rs {
+		if r.Durable {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitReplicated waits until the high watermark of every written
+// partition passes the write; on a single broker it returns at once.
+func (h *groupHost) awaitReplicated(ws []ackWait) error {
+	if len(ws) == 0 {
 		return nil
+	}
+	timer := time.NewTimer(offsetsCommitTimeout)
+	defer timer.Stop()
+	expired := false
+	for _, w := range ws {
+		if err := h.b.awaitAck(context.Background(), w, timer.C, &expired); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendLocked writes records to their __consumer_offsets partitions, one
+// batch per partition, and returns what each write must wait for to be
+// replicated. h.mu must be held.
+func (h *groupHost) appendLocked(recs []group.Record, now time.Time) ([]ackWait, error) {
+	if len(recs) == 0 {
+		return nil, nil
 	}
 	t := h.b.topic(offsetsTopic)
 	if t == nil {
-		return errors.New("broker: __consumer_offsets does not exist")
+		return nil, errors.New("broker: __consumer_offsets does not exist")
 	}
 	byPartition := map[int32][]group.Record{}
 	var order []int32
@@ -259,19 +299,23 @@ func (h *groupHost) appendLocked(recs []group.Record, now time.Time) error {
 		}
 		byPartition[r.Partition] = append(byPartition[r.Partition], r)
 	}
+	var waits []ackWait
 	for _, i := range order {
 		p := t.partition(i)
 		if p == nil {
-			return fmt.Errorf("broker: __consumer_offsets has no partition %d", i)
+			return nil, fmt.Errorf("broker: __consumer_offsets has no partition %d", i)
 		}
 		if !p.isLeader() {
-			return fmt.Errorf("broker: %s moved to another broker", p)
+			return nil, fmt.Errorf("broker: %s moved to another broker", p)
 		}
-		if _, err := p.append(recordBatch(byPartition[i], now.UnixMilli()), now); err != nil {
-			return err
+		epoch := p.leaderEpoch.Load()
+		res, err := p.append(recordBatch(byPartition[i], now.UnixMilli()), now)
+		if err != nil {
+			return nil, err
 		}
+		waits = append(waits, ackWait{p: p, last: res.LastOffset, epoch: epoch, minISR: p.cfg.Load().MinInsyncReplicas})
 	}
-	return nil
+	return waits, nil
 }
 
 // recordBatch encodes records as one uncompressed RecordBatch v2.

@@ -118,6 +118,12 @@ func (b *Broker) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
 	}
+	if b.cl != nil && !validateOnly {
+		// Through the cluster, so every replica hears it (clusterconfigs.go).
+		b.metaMu.Unlock()
+		defer b.metaMu.Lock()
+		return b.alterClusterTopicConfigs(ctx, name, edit)
+	}
 	next, code, msg := edit(t.overrides)
 	if code != 0 {
 		return code, msg

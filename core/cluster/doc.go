@@ -90,7 +90,8 @@
 // each list) of every broker whose share of partitions it prefers but
 // does not lead exceeds LeaderImbalancePerBrokerPercentage.
 //
-// Topic writes (CreateTopic, CreatePartitions, DeleteTopic) and requested
+// Topic writes (CreateTopic, CreatePartitions, AlterTopicConfigs,
+// DeleteTopic) and requested
 // changes (ElectLeaders, AlterReassignments) run on whichever Node gets
 // the request: each is a single compare-and-set Txn, safe against every
 // other writer. AlterISR is the leader's own change (AlterPartition).
@@ -105,6 +106,17 @@
 // a watch ends (store restart, ErrCompacted, overflow, ErrUnavailable)
 // the Node lists again, compares with its view, and tells the Applier the
 // difference, so no change is missed.
+//
+// Topic records reach the broker through the optional TopicApplier: every
+// write of /topics/<name> (created, configs altered, partitions added,
+// replicas reassigned) — and, after a re-listing, every topic whose
+// version moved — is delivered as ApplyTopic(Topic), after the
+// ApplyTopicDeleted calls and before the ApplyPartition calls of the same
+// revision. This is how a config change made through one broker
+// (AlterTopicConfigs, a compare-and-set that writes the replica
+// assignment back as read) takes effect on every replica. ApplyPartition
+// is not repeated for a config-only change: a partition's role does not
+// depend on its topic's configs.
 //
 // # Goroutines
 //

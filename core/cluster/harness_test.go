@@ -66,10 +66,24 @@ type recorder struct {
 	states map[TopicPartition]PartitionState
 	assign map[TopicPartition][]int32
 	fenced bool
+	topics map[string]Topic // last ApplyTopic per topic
 }
 
 func newRecorder(id int32) *recorder {
-	return &recorder{id: id, states: map[TopicPartition]PartitionState{}, assign: map[TopicPartition][]int32{}}
+	return &recorder{id: id, states: map[TopicPartition]PartitionState{}, assign: map[TopicPartition][]int32{}, topics: map[string]Topic{}}
+}
+
+func (r *recorder) ApplyTopic(t Topic) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.topics[t.Name] = t
+}
+
+func (r *recorder) topic(name string) (Topic, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.topics[name]
+	return t, ok
 }
 
 func (r *recorder) ApplyPartition(topic string, p int32, st PartitionState, assignment []int32) {

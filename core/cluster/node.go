@@ -96,6 +96,18 @@ type Applier interface {
 	ApplyTopicDeleted(topic string)
 }
 
+// TopicApplier is optionally implemented by an Applier. ApplyTopic gives
+// a topic's record (/topics/<name>) whenever it was written: created,
+// configs altered (AlterTopicConfigs), partitions added, replicas
+// reassigned. It comes before the ApplyPartition calls of the same
+// revision, so a broker can resolve the topic's configs (retention,
+// segment size, min.insync.replicas, cleanup.policy) on every replica,
+// not only on the broker that took the AlterConfigs request. Calls are
+// serialized with the Applier's; t.Version only grows for one topic ID.
+type TopicApplier interface {
+	ApplyTopic(t Topic)
+}
+
 // FenceApplier is optionally implemented by an Applier. ApplyFenced(true)
 // says the broker's session is gone (expired, or not renewed for a whole
 // TTL): the controller moves or has moved its leaderships away, so it

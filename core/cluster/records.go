@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,6 +88,16 @@ type Topic struct {
 	Name string
 	TopicRecord
 	Version int64 // store version of /topics/<name>
+}
+
+// clone returns a deep copy (the view's copy is shared).
+func (t Topic) clone() Topic {
+	t.Configs = maps.Clone(t.Configs)
+	t.Replicas = slices.Clone(t.Replicas)
+	for i := range t.Replicas {
+		t.Replicas[i] = slices.Clone(t.Replicas[i])
+	}
+	return t
 }
 
 // Assignment returns partition p's replicas, or nil if the record has

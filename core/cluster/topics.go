@@ -238,3 +238,41 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 		return nil
 	}
 }
+
+// AlterTopicConfigs replaces a topic's config overrides with what edit
+// returns for the current ones (read from the store, not the view), in
+// one compare-and-set on the topic's version, retried when another
+// writer got there first. Everything else in the record (ID, partition
+// count, the replica assignment) is written back as read, so a config
+// change never undoes a reassignment. An error from edit is returned as
+// is. Every Node hears the new record through TopicApplier.
+func (n *Node) AlterTopicConfigs(ctx context.Context, name string, edit func(cur map[string]string) (map[string]string, error)) (Topic, error) {
+	for attempt := 0; ; attempt++ {
+		t, err := n.getTopic(ctx, name)
+		if err != nil {
+			return Topic{}, err
+		}
+		cur := t.clone()
+		next, err := edit(cur.Configs)
+		if err != nil {
+			return Topic{}, err
+		}
+		if len(next) == 0 {
+			next = nil
+		}
+		rec := t.TopicRecord
+		rec.Configs = next
+		resp, err := n.store.Txn(ctx, &sdk.TxnRequest{
+			Conditions: []sdk.Condition{{Key: topicKey(name), Version: t.Version}},
+			Ops:        []sdk.Op{{Type: sdk.OpPut, Key: topicKey(name), Value: encodeTopic(&rec)}},
+		})
+		if errors.Is(err, sdk.ErrVersionMismatch) && attempt < 5 {
+			continue // the topic changed between the read and the write
+		}
+		if err != nil {
+			return Topic{}, fmt.Errorf("cluster: alter configs of %s: %w", name, err)
+		}
+		n.log.Info("cluster: topic configs altered", "topic", name, "configs", next)
+		return Topic{Name: name, TopicRecord: rec, Version: resp.Revision}, nil
+	}
+}

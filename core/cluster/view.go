@@ -105,10 +105,20 @@ type change struct {
 	deletedTopics []string
 	partitions    map[TopicPartition]bool
 	controller    bool
+	// topics names the topics whose record was written (for
+	// TopicApplier), in no order.
+	topics map[string]bool
 }
 
 func (c *change) any() bool {
-	return c.brokers || c.controller || len(c.deletedTopics) > 0 || len(c.partitions) > 0
+	return c.brokers || c.controller || len(c.deletedTopics) > 0 || len(c.partitions) > 0 || len(c.topics) > 0
+}
+
+func (c *change) touchTopic(name string) {
+	if c.topics == nil {
+		c.topics = map[string]bool{}
+	}
+	c.topics[name] = true
 }
 
 func (c *change) touch(tp TopicPartition) {
@@ -194,6 +204,7 @@ func (v *view) applyTopic(ev *sdk.WatchEvent, c *change) error {
 		return err
 	}
 	v.topics[name] = t
+	c.touchTopic(name)
 	if existed && old.ID != t.ID {
 		c.deletedTopics = append(c.deletedTopics, name) // replaced: a new topic
 		existed = false
@@ -219,6 +230,11 @@ func diff(old, cur *view) change {
 	for name, ot := range old.topics {
 		if nt, ok := cur.topics[name]; !ok || nt.ID != ot.ID {
 			c.deletedTopics = append(c.deletedTopics, name)
+		}
+	}
+	for name, nt := range cur.topics {
+		if ot, ok := old.topics[name]; !ok || ot.Version != nt.Version {
+			c.touchTopic(name)
 		}
 	}
 	for tp, st := range cur.parts {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -95,6 +96,13 @@ func (n *Node) deliver(v *view, c change) {
 	}
 	for _, name := range c.deletedTopics {
 		n.apply.ApplyTopicDeleted(name)
+	}
+	if ta, ok := n.apply.(TopicApplier); ok {
+		for _, name := range slices.Sorted(maps.Keys(c.topics)) {
+			if t, ok := v.topics[name]; ok {
+				ta.ApplyTopic(t.clone())
+			}
+		}
 	}
 	tps := make([]TopicPartition, 0, len(c.partitions))
 	for tp := range c.partitions {

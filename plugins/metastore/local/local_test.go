@@ -105,20 +105,6 @@ func TestHistoryEvictionCompacts(t *testing.T) {
 	}
 }
 
-func TestHistoryByteBound(t *testing.T) {
-	h := newHistory(100, 10)
-	for rev := int64(1); rev <= 5; rev++ {
-		h.add(&sdk.WatchEvent{Revision: rev, Value: make([]byte, 4)})
-	}
-	if h.n != 2 || h.bytes != 8 || h.compacted != 3 {
-		t.Fatalf("history holds %d events, %d bytes, compacted %d; want 2, 8, 3", h.n, h.bytes, h.compacted)
-	}
-	h.add(&sdk.WatchEvent{Revision: 6, Value: make([]byte, 11)}) // too big to hold
-	if h.n != 0 || h.compacted != 6 {
-		t.Fatalf("after an oversized event: %d events, compacted %d; want 0, 6", h.n, h.compacted)
-	}
-}
-
 // TestSlowWatcherOverflows: a watcher that does not read is cut off
 // with ErrWatchOverflow after its buffered events; writers never block.
 func TestSlowWatcherOverflows(t *testing.T) {

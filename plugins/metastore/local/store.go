@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/vltava/vltava/plugins/metastore/internal/watchhub"
+	"github.com/vltava/vltava/plugins/metastore/internal/writecheck"
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
@@ -76,8 +77,7 @@ type Store struct {
 	mu       sync.Mutex
 	rev      int64 // REQUIRES mu; equals the "revision" on disk
 	sessions map[sdk.SessionID]*session
-	watchers map[*watcher]struct{}
-	history  history
+	watch    *watchhub.Hub // guarded by mu
 
 	wakeCh     chan struct{} // pokes the reaper after a grant; cap 1
 	stopCh     chan struct{} // closed by Close to stop the reaper
@@ -105,18 +105,20 @@ func Open(path string, opts Options) (*Store, error) {
 		opts:       opts,
 		log:        opts.Logger,
 		sessions:   make(map[sdk.SessionID]*session),
-		watchers:   make(map[*watcher]struct{}),
-		history:    newHistory(opts.WatchHistory, opts.WatchHistoryBytes),
 		wakeCh:     make(chan struct{}, 1),
 		stopCh:     make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
+	s.watch = watchhub.New(&s.mu, watchhub.Config{Name: "local", History: opts.WatchHistory,
+		HistoryBytes: opts.WatchHistoryBytes, Buffer: opts.WatchBuffer, Logger: opts.Logger})
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("local: open %s: %w", path, err)
 	}
 	// History before this process is gone: watches must start here or later.
-	s.history.compacted = s.rev
+	s.mu.Lock()
+	s.watch.CompactLocked(s.rev)
+	s.mu.Unlock()
 	go s.reap()
 	return s, nil
 }
@@ -185,9 +187,7 @@ func (s *Store) Close() error {
 		first = true
 		s.mu.Lock()
 		s.closed.Store(true)
-		for w := range s.watchers {
-			s.endWatchLocked(w, sdk.ErrClosed)
-		}
+		s.watch.CloseLocked()
 		s.mu.Unlock()
 		close(s.stopCh)
 		<-s.reaperDone
@@ -282,19 +282,8 @@ func (s *Store) Compact(ctx context.Context, req *sdk.CompactRequest) (*sdk.Comp
 	if req.Revision < 0 || req.Revision > s.rev {
 		return nil, fmt.Errorf("%w: compact to revision %d, current %d", sdk.ErrInvalidArgument, req.Revision, s.rev)
 	}
-	s.history.compact(req.Revision)
+	s.watch.CompactLocked(req.Revision)
 	return &sdk.CompactResponse{}, nil
 }
 
-func checkKey(key string) error {
-	if key == "" {
-		return fmt.Errorf("%w: empty key", sdk.ErrInvalidArgument)
-	}
-	if len(key) > maxKeyBytes {
-		return fmt.Errorf("%w: key of %d bytes exceeds %d", sdk.ErrInvalidArgument, len(key), maxKeyBytes)
-	}
-	return nil
-}
-
-// hasPrefix reports whether key is in the watch's range.
-func hasPrefix(key, prefix string) bool { return strings.HasPrefix(key, prefix) }
+func checkKey(key string) error { return writecheck.Limits{MaxKeyBytes: maxKeyBytes}.Key(key) }

@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/vltava/vltava/plugins/metastore/internal/writecheck"
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
@@ -33,11 +34,8 @@ var errNoChange = errors.New("local: no change")
 
 // Put implements sdk.MetadataStore.
 func (s *Store) Put(ctx context.Context, req *sdk.PutRequest) (*sdk.PutResponse, error) {
-	conds, err := s.expect(req.Key, req.ExpectVersion)
+	conds, err := s.limits().Put(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkValue(req.Value); err != nil {
 		return nil, err
 	}
 	rev, err := s.write(ctx, conds, []mutation{{key: req.Key, value: req.Value, session: req.Session}})
@@ -49,10 +47,7 @@ func (s *Store) Put(ctx context.Context, req *sdk.PutRequest) (*sdk.PutResponse,
 
 // Delete implements sdk.MetadataStore.
 func (s *Store) Delete(ctx context.Context, req *sdk.DeleteRequest) (*sdk.DeleteResponse, error) {
-	if req.ExpectVersion == sdk.MustNotExist {
-		return nil, fmt.Errorf("%w: delete with ExpectVersion MustNotExist", sdk.ErrInvalidArgument)
-	}
-	conds, err := s.expect(req.Key, req.ExpectVersion)
+	conds, err := s.limits().Delete(req)
 	if err != nil {
 		return nil, err
 	}
@@ -65,34 +60,15 @@ func (s *Store) Delete(ctx context.Context, req *sdk.DeleteRequest) (*sdk.Delete
 
 // Txn implements sdk.MetadataStore.
 func (s *Store) Txn(ctx context.Context, req *sdk.TxnRequest) (*sdk.TxnResponse, error) {
-	for _, c := range req.Conditions {
-		if err := checkKey(c.Key); err != nil {
-			return nil, err
-		}
-		if c.Version < 0 {
-			return nil, fmt.Errorf("%w: condition on %q with version %d", sdk.ErrInvalidArgument, c.Key, c.Version)
-		}
+	if err := s.limits().Txn(req); err != nil {
+		return nil, err
 	}
 	muts := make([]mutation, 0, len(req.Ops))
-	seen := make(map[string]bool, len(req.Ops))
 	for _, op := range req.Ops {
-		if err := checkKey(op.Key); err != nil {
-			return nil, err
-		}
-		if seen[op.Key] {
-			return nil, fmt.Errorf("%w: key %q named twice in a txn", sdk.ErrInvalidArgument, op.Key)
-		}
-		seen[op.Key] = true
-		switch op.Type {
-		case sdk.OpPut:
-			if err := s.checkValue(op.Value); err != nil {
-				return nil, err
-			}
+		if op.Type == sdk.OpPut {
 			muts = append(muts, mutation{key: op.Key, value: op.Value, session: op.Session})
-		case sdk.OpDelete:
+		} else {
 			muts = append(muts, mutation{del: true, key: op.Key})
-		default:
-			return nil, fmt.Errorf("%w: op type %d", sdk.ErrInvalidArgument, op.Type)
 		}
 	}
 	rev, err := s.write(ctx, req.Conditions, muts)
@@ -102,25 +78,9 @@ func (s *Store) Txn(ctx context.Context, req *sdk.TxnRequest) (*sdk.TxnResponse,
 	return &sdk.TxnResponse{Revision: rev}, nil
 }
 
-// expect turns an ExpectVersion into conditions.
-func (s *Store) expect(key string, v int64) ([]sdk.Condition, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	switch {
-	case v == sdk.AnyVersion:
-		return nil, nil
-	case v < sdk.AnyVersion:
-		return nil, fmt.Errorf("%w: ExpectVersion %d", sdk.ErrInvalidArgument, v)
-	}
-	return []sdk.Condition{{Key: key, Version: v}}, nil
-}
-
-func (s *Store) checkValue(v []byte) error {
-	if len(v) > s.opts.MaxValueBytes {
-		return fmt.Errorf("%w: value of %d bytes exceeds %d", sdk.ErrInvalidArgument, len(v), s.opts.MaxValueBytes)
-	}
-	return nil
+// limits are the store's key and value bounds.
+func (s *Store) limits() writecheck.Limits {
+	return writecheck.Limits{MaxKeyBytes: maxKeyBytes, MaxValueBytes: s.opts.MaxValueBytes}
 }
 
 // write applies muts at the next revision if every condition holds and
@@ -156,16 +116,13 @@ func (s *Store) applyLocked(conds []sdk.Condition, muts []mutation) (int64, erro
 	var changes []change
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		kv := tx.Bucket(bucketKV)
-		for _, c := range conds {
-			cur, err := currentRecord(kv, c.Key)
-			if err != nil {
-				return err
-			}
-			if cur.version != c.Version {
-				return fmt.Errorf("%w: key %q is at version %d, want %d", sdk.ErrVersionMismatch, c.Key, cur.version, c.Version)
-			}
+		err := writecheck.CheckConditions(conds, func(key string) (int64, error) {
+			cur, err := currentRecord(kv, key)
+			return cur.version, err
+		})
+		if err != nil {
+			return err
 		}
-		var err error
 		if changes, err = applyMutations(kv, muts, rev); err != nil {
 			return err
 		}
@@ -186,7 +143,7 @@ func (s *Store) applyLocked(conds []sdk.Condition, muts []mutation) (int64, erro
 		s.moveKeyLocked(c.ev.Key, c.oldSession, c.ev.Session)
 		events[i] = c.ev
 	}
-	s.publishLocked(events)
+	s.watch.PublishLocked(events)
 	return rev, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	iradix "github.com/hashicorp/go-immutable-radix"
 	hraft "github.com/hashicorp/raft"
 
+	"github.com/vltava/vltava/plugins/metastore/internal/watchhub"
+	"github.com/vltava/vltava/plugins/metastore/internal/writecheck"
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
@@ -56,21 +58,18 @@ type fsm struct {
 
 	// Watch state lives here so a change's events reach exactly the
 	// watchers registered before it (see watch.go).
-	hist        history
-	watchers    map[*watcher]struct{}
-	watchBuffer int
-	closed      bool // no new watchers after Close
+	watches *watchhub.Hub // guarded by mu
 }
 
 func newFSM(log *slog.Logger, historyLen, watchBuffer int) *fsm {
-	return &fsm{
-		log:         log,
-		tree:        iradix.New(),
-		sessions:    make(map[sdk.SessionID]*session),
-		hist:        newHistory(historyLen),
-		watchers:    make(map[*watcher]struct{}),
-		watchBuffer: watchBuffer,
+	f := &fsm{
+		log:      log,
+		tree:     iradix.New(),
+		sessions: make(map[sdk.SessionID]*session),
 	}
+	f.watches = watchhub.New(&f.mu, watchhub.Config{Name: "raft", History: historyLen,
+		Buffer: watchBuffer, Scope: "on this node", Logger: log})
+	return f
 }
 
 var _ hraft.FSM = (*fsm)(nil)
@@ -128,10 +127,11 @@ func versionOf(e *kvEntry) int64 {
 // applyWriteLocked checks every condition and precondition, then applies
 // all ops at one new revision, or changes nothing.
 func (f *fsm) applyWriteLocked(conds []sdk.Condition, ops []wop) applyResult {
-	for _, c := range conds {
-		if v := versionOf(f.getLocked(c.Key)); v != c.Version {
-			return applyResult{rev: f.rev, err: fmt.Errorf("%w: key %q is at version %d, want %d", sdk.ErrVersionMismatch, c.Key, v, c.Version)}
-		}
+	err := writecheck.CheckConditions(conds, func(key string) (int64, error) {
+		return versionOf(f.getLocked(key)), nil
+	})
+	if err != nil {
+		return applyResult{rev: f.rev, err: err}
 	}
 	for _, op := range ops {
 		if op.kind == opPut && op.session != sdk.NoSession && f.sessions[op.session] == nil {
@@ -168,7 +168,7 @@ func (f *fsm) applyWriteLocked(conds []sdk.Condition, ops []wop) applyResult {
 	}
 	f.tree = txn.Commit()
 	f.rev = rev
-	f.publishLocked(events)
+	f.watches.PublishLocked(events)
 	return applyResult{rev: rev}
 }
 
@@ -279,12 +279,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tree, f.rev, f.index, f.sessions = st.tree, st.rev, st.index, st.sessions
-	f.hist.reset(st.rev)
-	for w := range f.watchers {
-		if w.after < st.rev {
-			f.endWatchLocked(w, fmt.Errorf("%w: node restored a snapshot at revision %d", sdk.ErrCompacted, st.rev))
-		}
-	}
+	f.watches.ResetLocked(st.rev, fmt.Errorf("%w: node restored a snapshot at revision %d", sdk.ErrCompacted, st.rev))
 	f.log.Info("raft: restored snapshot", "revision", st.rev, "index", st.index, "sessions", len(st.sessions))
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/vltava/vltava/plugins/metastore/internal/writecheck"
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
@@ -92,11 +93,8 @@ func (s *Store) List(ctx context.Context, req *sdk.ListRequest) (*sdk.ListRespon
 
 // Put implements sdk.MetadataStore.
 func (s *Store) Put(ctx context.Context, req *sdk.PutRequest) (*sdk.PutResponse, error) {
-	conds, err := expect(req.Key, req.ExpectVersion)
+	conds, err := s.limits().Put(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkValue(req.Value); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -112,10 +110,7 @@ func (s *Store) Put(ctx context.Context, req *sdk.PutRequest) (*sdk.PutResponse,
 
 // Delete implements sdk.MetadataStore.
 func (s *Store) Delete(ctx context.Context, req *sdk.DeleteRequest) (*sdk.DeleteResponse, error) {
-	if req.ExpectVersion == sdk.MustNotExist {
-		return nil, fmt.Errorf("%w: delete with ExpectVersion MustNotExist", sdk.ErrInvalidArgument)
-	}
-	conds, err := expect(req.Key, req.ExpectVersion)
+	conds, err := s.limits().Delete(req)
 	if err != nil {
 		return nil, err
 	}
@@ -131,34 +126,15 @@ func (s *Store) Delete(ctx context.Context, req *sdk.DeleteRequest) (*sdk.Delete
 
 // Txn implements sdk.MetadataStore.
 func (s *Store) Txn(ctx context.Context, req *sdk.TxnRequest) (*sdk.TxnResponse, error) {
-	for _, c := range req.Conditions {
-		if err := checkKey(c.Key); err != nil {
-			return nil, err
-		}
-		if c.Version < 0 {
-			return nil, fmt.Errorf("%w: condition on %q with version %d", sdk.ErrInvalidArgument, c.Key, c.Version)
-		}
+	if err := s.limits().Txn(req); err != nil {
+		return nil, err
 	}
 	ops := make([]wop, 0, len(req.Ops))
-	seen := make(map[string]bool, len(req.Ops))
 	for _, op := range req.Ops {
-		if err := checkKey(op.Key); err != nil {
-			return nil, err
-		}
-		if seen[op.Key] {
-			return nil, fmt.Errorf("%w: key %q named twice in a txn", sdk.ErrInvalidArgument, op.Key)
-		}
-		seen[op.Key] = true
-		switch op.Type {
-		case sdk.OpPut:
-			if err := s.checkValue(op.Value); err != nil {
-				return nil, err
-			}
+		if op.Type == sdk.OpPut {
 			ops = append(ops, wop{kind: opPut, key: op.Key, value: op.Value, session: op.Session})
-		case sdk.OpDelete:
+		} else {
 			ops = append(ops, wop{kind: opDelete, key: op.Key})
-		default:
-			return nil, fmt.Errorf("%w: op type %d", sdk.ErrInvalidArgument, op.Type)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -193,7 +169,7 @@ func (s *Store) Watch(ctx context.Context, req *sdk.WatchRequest) (sdk.WatchStre
 	if err != nil {
 		return nil, err
 	}
-	return startWatch(ctx, w), nil
+	return w.Attach(ctx), nil
 }
 
 // currentRevision reads the store revision linearizably (on the leader).
@@ -235,33 +211,9 @@ func (s *Store) Compact(ctx context.Context, req *sdk.CompactRequest) (*sdk.Comp
 	return &sdk.CompactResponse{}, nil
 }
 
-// expect turns an ExpectVersion into conditions.
-func expect(key string, v int64) ([]sdk.Condition, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	switch {
-	case v == sdk.AnyVersion:
-		return nil, nil
-	case v < sdk.AnyVersion:
-		return nil, fmt.Errorf("%w: ExpectVersion %d", sdk.ErrInvalidArgument, v)
-	}
-	return []sdk.Condition{{Key: key, Version: v}}, nil
+// limits are the store's key and value bounds.
+func (s *Store) limits() writecheck.Limits {
+	return writecheck.Limits{MaxKeyBytes: maxKeyBytes, MaxValueBytes: s.cfg.MaxValueBytes}
 }
 
-func (s *Store) checkValue(v []byte) error {
-	if len(v) > s.cfg.MaxValueBytes {
-		return fmt.Errorf("%w: value of %d bytes exceeds %d", sdk.ErrInvalidArgument, len(v), s.cfg.MaxValueBytes)
-	}
-	return nil
-}
-
-func checkKey(key string) error {
-	if key == "" {
-		return fmt.Errorf("%w: empty key", sdk.ErrInvalidArgument)
-	}
-	if len(key) > maxKeyBytes {
-		return fmt.Errorf("%w: key of %d bytes exceeds %d", sdk.ErrInvalidArgument, len(key), maxKeyBytes)
-	}
-	return nil
-}
+func checkKey(key string) error { return writecheck.Limits{MaxKeyBytes: maxKeyBytes}.Key(key) }

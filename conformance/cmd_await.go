@@ -15,7 +15,9 @@ import (
 const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
 
 // await CONDITION... [-timeout D]: waits until the condition holds, or
-// fails at the timeout with what it last saw. (testscript's own 'wait'
+// fails at the timeout with what it last saw. '! await CONDITION' (other
+// than job) watches for the whole timeout and fails if the condition
+// ever holds; '! await job' expects the job to fail. (testscript's own 'wait'
 // waits for exec'd processes, hence the name.)
 func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 {
@@ -32,9 +34,6 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if pos[0] == "job" {
 		awaitJob(ts, neg, pos[1], *timeout)
 		return
-	}
-	if neg {
-		ts.Fatalf("await: ! is only for 'await job'")
 	}
 	var cond func() (bool, string)
 	switch pos[0] {
@@ -90,7 +89,24 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		group, topic := pos[1], s.topic(ts, pos[2])
 		cond = func() (bool, string) { return lagZero(s, ts, group, topic) }
 	}
+	if neg {
+		awaitNever(ts, *timeout, pos[0], cond)
+		return
+	}
 	awaitCond(ts, *timeout, pos[0], cond)
+}
+
+// awaitNever is '! await COND': it polls cond every 100ms for the whole
+// timeout and fails as soon as it holds (say, a partition that must stay
+// leaderless gets a leader).
+func awaitNever(ts *testscript.TestScript, timeout time.Duration, what string, cond func() (bool, string)) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if ok, last := cond(); ok {
+			ts.Fatalf("! await %s: it happened: %s", what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // awaitCond polls cond every 100ms until it holds or timeout passes.

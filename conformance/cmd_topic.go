@@ -79,18 +79,55 @@ func cmdTopic(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// awaitTopic waits until every partition of topic has a leader.
+// awaitTopic waits until every partition of topic has a leader, as seen
+// by every broker that answers: metadata reaches the brokers of a cluster
+// asynchronously (in Kafka as in Vltava), so one broker knowing the topic
+// does not mean the next request, sent to another, finds it.
 func awaitTopic(ts *testscript.TestScript, topic string, parts int32) {
 	s := st(ts)
 	awaitCond(ts, 30*time.Second, "leaders for "+topic, func() (bool, string) {
+		cl := s.client(ts)
 		for p := int32(0); p < parts; p++ {
-			leader, _, err := partitionState(s.client(ts), topic, p)
+			leader, _, err := partitionState(cl, topic, p)
 			if err != nil || leader < 0 {
 				return false, fmt.Sprintf("partition %d: leader %d %v", p, leader, err)
 			}
 		}
+		for i, b := range cl.DiscoveredBrokers() {
+			m, err := metadata(b, []string{topic})
+			if err != nil {
+				continue // down or unreachable: it learns the topic when back
+			}
+			if why := topicReady(m, topic, parts); why != "" {
+				return false, fmt.Sprintf("discovered broker #%d: %s", i+1, why)
+			}
+		}
 		return true, ""
 	})
+}
+
+// topicReady says why m does not show a leader for every partition of
+// topic ("" when it does).
+func topicReady(m *kmsg.MetadataResponse, topic string, parts int32) string {
+	for _, t := range m.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			return errName(t.ErrorCode)
+		}
+		leaders := 0
+		for _, p := range t.Partitions {
+			if p.Partition < parts && p.Leader >= 0 {
+				leaders++
+			}
+		}
+		if leaders < int(parts) {
+			return fmt.Sprintf("%d of %d partitions have a leader", leaders, parts)
+		}
+		return ""
+	}
+	return "topic not in metadata"
 }
 
 // offsetsOf returns a partition's log start offset and high watermark

@@ -35,6 +35,7 @@ type serveFlags struct {
 	// (controller.quorum.listen, controller.quorum.voters).
 	quorumListen string
 	quorumVoters string
+	processRoles string
 	cpuProfile   string
 	// inProcessPlugins runs the built-ins inside the broker process
 	// (measurement only: compare with the default out-of-process setup).
@@ -53,6 +54,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.quorumListen, "quorum-listen", "", "bind the metadata quorum listener to `HOST:PORT` (controller.quorum.listen; default: this node's voter address)")
 	fs.StringVar(&f.quorumVoters, "quorum-voters", "", "metadata quorum `VOTERS` as 1@host:port,2@host:port,... (controller.quorum.voters); selects metadata.store raft")
+	fs.StringVar(&f.processRoles, "process-roles", "", "`ROLES` of this process (process.roles): broker,controller (default), broker (a non-voter of the quorum; needs --quorum-listen) or controller (only the raft metadata voter: no Kafka listener, no logs)")
 	fs.BoolVar(&f.inProcessPlugins, "in-process-plugins", false, "run the built-in local store and assignors inside the broker process, not as plugin processes (for benchmarks; path plugins are refused)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile from start to shutdown to `FILE` (for benchmarks)")
 	return f
@@ -92,6 +94,8 @@ func (f *serveFlags) load() (config.Broker, error) {
 			cfg.ControllerQuorumListen = f.quorumListen
 		case "quorum-voters":
 			cfg.ControllerQuorumVoters = f.quorumVoters
+		case "process-roles":
+			cfg.ProcessRoles = f.processRoles
 		}
 	})
 	if f.nodeID < 0 || int64(f.nodeID) > 1<<31-1 {

@@ -121,6 +121,9 @@ func pluginSpecs(cfg config.Broker) ([]host.Spec, error) {
 	if cfg.ControllerQuorumVoters != "" && storeName == "local" {
 		storeName = "raft" // a quorum means a cluster: the replicated store
 	}
+	if roles, err := cfg.Roles(); err == nil && !roles.Controller && storeName != "raft" {
+		return nil, errors.New("process.roles broker: the metadata quorum's voters are required (controller.quorum.voters, --quorum-voters)")
+	}
 	if storeName == "raft" {
 		conf, err := raftStoreConfig(cfg, storeConf)
 		if err != nil {
@@ -245,6 +248,18 @@ func raftStoreConfig(cfg config.Broker, conf map[string]any) (map[string]any, er
 	}
 	if cfg.ControllerQuorumListen != "" {
 		setDefault("quorum.listen", cfg.ControllerQuorumListen)
+	}
+	roles, err := cfg.Roles()
+	if err != nil {
+		return nil, err
+	}
+	if !roles.Controller {
+		// process.roles=broker: follow the quorum's log as a raft
+		// non-voter, which the voters reach at quorum.listen.
+		setDefault("non.voter", true)
+		if conf["quorum.listen"] == nil {
+			return nil, errors.New("process.roles broker: controller.quorum.listen (--quorum-listen) is required: the voters send the metadata log there")
+		}
 	}
 	return conf, nil
 }

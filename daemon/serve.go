@@ -49,6 +49,10 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
+	if roles, _ := cfg.Roles(); !roles.Broker { // Validate checked it
+		return serveController(cfg, sigCh, stdout, logger)
+	}
+
 	// Plugins first: the broker needs the metadata store to start. The
 	// host stops every plugin process when serveMain returns, however it
 	// returns.

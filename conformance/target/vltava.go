@@ -25,21 +25,34 @@ type Vltava struct {
 func (*Vltava) Name() string { return "vltava" }
 
 // Facts implements Target. Clusters of several brokers form a raft
-// metadata quorum among themselves (--quorum-voters) and replicate.
+// metadata quorum among themselves (--quorum-voters) and replicate; a
+// cluster of two brokers also gets one controller-only voter
+// (--process-roles controller), so its quorum has three voters and
+// survives the loss of either broker, as a Kafka cluster with separate
+// KRaft controllers does.
 func (*Vltava) Facts() Caps {
 	return Caps{"kill9": true, "stop": true, "restart": true, "rawtcp": true,
 		"multibroker": true, "replication": true, "faults": false}
 }
 
+// quorumSize is the smallest metadata quorum a multi-broker cluster
+// gets: brokers short of it are made up by controller-only voters.
+const quorumSize = 3
+
 // Start implements Target. Brokers are node 1..N; with N > 1 each also
-// gets a free quorum port and all are voters.
+// gets a free quorum port and all are voters, joined by controller-only
+// voters (node N+1...) up to quorumSize.
 func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 	n := max(o.Brokers, 1)
+	controllers := 0
+	if n > 1 && n < quorumSize {
+		controllers = quorumSize - n
+	}
 	dir, err := os.MkdirTemp("", "vltava-conformance-")
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	c := &vltavaCluster{dir: dir, procs: map[int32]*proc{}}
+	c := &vltavaCluster{dir: dir, procs: map[int32]*proc{}, ctrls: map[int32]*proc{}}
 	var common []string
 	if len(o.Config) > 0 {
 		cfg := filepath.Join(dir, "broker.yaml")
@@ -51,7 +64,7 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 	}
 	var voters []string
 	if n > 1 {
-		for id := 1; id <= n; id++ {
+		for id := 1; id <= n+controllers; id++ {
 			addr, err := freeAddr()
 			if err != nil {
 				c.Close()
@@ -60,8 +73,23 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 			voters = append(voters, fmt.Sprintf("%d@%s", id, addr))
 		}
 	}
-	errs := make(chan error, n)
+	errs := make(chan error, n+controllers)
 	var mu sync.Mutex
+	for id := n + 1; id <= n+controllers; id++ {
+		_, quorum, _ := strings.Cut(voters[id-1], "@")
+		args := []string{"--process-roles", "controller", "--node-id", fmt.Sprint(id),
+			"--data-dir", filepath.Join(dir, fmt.Sprintf("data-%d", id)), "--log-level", "debug",
+			"--quorum-listen", quorum, "--quorum-voters", strings.Join(voters, ",")}
+		args = append(args, common...)
+		go func() { // ready when its quorum port accepts
+			p := &proc{bin: v.Bin, addr: quorum, logPath: filepath.Join(dir, fmt.Sprintf("vltavad-controller-%d.log", id)), args: args}
+			err := p.start(ctx)
+			mu.Lock()
+			c.ctrls[int32(id)] = p
+			mu.Unlock()
+			errs <- err
+		}()
+	}
 	for id := 1; id <= n; id++ {
 		args := []string{"--node-id", fmt.Sprint(id), "--data-dir", filepath.Join(dir, fmt.Sprintf("data-%d", id)), "--log-level", "debug"}
 		if n > 1 {
@@ -80,7 +108,7 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 		}()
 	}
 	var firstErr error
-	for range n {
+	for range n + controllers {
 		if err := <-errs; err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -119,7 +147,8 @@ func writeYAML(path string, cfg map[string]string) error {
 
 type vltavaCluster struct {
 	dir   string
-	procs map[int32]*proc
+	procs map[int32]*proc // brokers
+	ctrls map[int32]*proc // controller-only voters
 }
 
 func (c *vltavaCluster) Bootstrap() []string {
@@ -192,6 +221,9 @@ func (c *vltavaCluster) Alive(id int32) bool {
 
 func (c *vltavaCluster) Close() error {
 	for _, p := range c.procs {
+		p.kill()
+	}
+	for _, p := range c.ctrls {
 		p.kill()
 	}
 	return os.RemoveAll(c.dir)

@@ -101,6 +101,14 @@ type Broker struct {
 	// this node's address in the voters list.
 	ControllerQuorumVoters string `mapstructure:"controller.quorum.voters"`
 	ControllerQuorumListen string `mapstructure:"controller.quorum.listen"`
+	// ProcessRoles is Kafka's process.roles: "broker,controller" (the
+	// default: a Kafka broker that is also a voter of the metadata quorum
+	// when controller.quorum.voters is set), "broker" (serves Kafka but
+	// uses the quorum without voting: its node.id is not among the voters;
+	// it follows the raft log as a non-voter, so controller.quorum.listen
+	// must be an address the voters can dial) or "controller" (runs only
+	// the metadata quorum voter: no Kafka listener, no logs). See Roles.
+	ProcessRoles string `mapstructure:"process.roles"`
 	// BrokerSessionTimeoutMs is how long a silent broker keeps its
 	// registration (and its leaderships); BrokerHeartbeatIntervalMs how
 	// often it renews it.
@@ -221,6 +229,7 @@ func DefaultBroker() Broker {
 		GroupConsumerAssignors:           "uniform,range",
 
 		MetadataStore: "local",
+		ProcessRoles:  "broker,controller",
 
 		BrokerSessionTimeoutMs:        9000,
 		BrokerHeartbeatIntervalMs:     2000,
@@ -320,6 +329,9 @@ func (b Broker) Validate() error {
 			return fmt.Errorf("config: %s: value out of range", c.key)
 		}
 	}
+	if _, err := b.Roles(); err != nil {
+		return err
+	}
 	for key, v := range map[string]string{
 		"log.message.timestamp.type": b.LogMessageTimestampType,
 		"log.cleanup.policy":         b.LogCleanupPolicy,
@@ -335,4 +347,27 @@ func (b Broker) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Roles is what process.roles asks this process to be.
+type Roles struct {
+	Broker     bool // serves Kafka clients and hosts partition logs
+	Controller bool // votes in the raft metadata quorum
+}
+
+// Roles parses process.roles: a comma-separated, non-empty subset of
+// "broker" and "controller", in any order.
+func (b Broker) Roles() (Roles, error) {
+	var r Roles
+	for _, part := range strings.Split(b.ProcessRoles, ",") {
+		switch strings.TrimSpace(part) {
+		case "broker":
+			r.Broker = true
+		case "controller":
+			r.Controller = true
+		default:
+			return Roles{}, fmt.Errorf("config: process.roles %q: want broker, controller or broker,controller", b.ProcessRoles)
+		}
+	}
+	return r, nil
 }

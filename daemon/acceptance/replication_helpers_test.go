@@ -44,6 +44,13 @@ func longRun() bool { return os.Getenv("VLTAVA_REPLICATION_LONG") != "" }
 // and waits until every broker sees all n.
 func startCluster(t *testing.T, n int, extra map[string]string) *daemontest.Cluster {
 	t.Helper()
+	return startClusterWith(t, daemontest.ClusterOptions{Brokers: n}, extra)
+}
+
+// startClusterWith is startCluster for the cluster o describes.
+func startClusterWith(t *testing.T, o daemontest.ClusterOptions, extra map[string]string) *daemontest.Cluster {
+	t.Helper()
+	n := o.Brokers
 	if testing.Short() {
 		t.Skip("cluster tests start several daemons; skipped with -short")
 	}
@@ -57,10 +64,10 @@ func startCluster(t *testing.T, n int, extra map[string]string) *daemontest.Clus
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := daemontest.StartCluster(t, daemontest.Build(t), n, "--config", path, "--log-level", "debug")
+	c := daemontest.StartClusterWith(t, daemontest.Build(t), o, "--config", path, "--log-level", "debug")
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, p := range c.Brokers() {
+			for _, p := range append(c.Brokers(), c.Controllers()...) {
 				t.Logf("broker %d log tail:\n%s", p.NodeID(), tail(p.Log(), 150))
 			}
 		}

@@ -13,53 +13,103 @@ import (
 
 // Cluster is N vltavad brokers forming one cluster: node IDs 1..N, each
 // with its own Kafka listener, quorum listener and data directory, all
-// voters of the raft metadata quorum.
+// voters of the raft metadata quorum, optionally with controller-only
+// voters (StartClusterWith).
 //
 //	c := daemontest.StartCluster(t, bin, 3, "--log-level", "debug")
 //	c.Broker(2).Kill9()
 //	c.Broker(2).Restart(t)
 type Cluster struct {
-	procs  []*Proc
+	procs  []*Proc // brokers, node IDs 1..N
+	ctrls  []*Proc // controller-only voters, node IDs N+1...
 	voters string
 }
 
 // StartCluster starts n brokers at once (a quorum needs a majority, so
 // none can be waited for alone) and returns when every one accepts
 // connections. args are added to every broker's command line; it must not
-// contain --listen, --node-id, --data-dir or the quorum flags. Every
-// broker is killed when the test ends.
+// contain --listen, --node-id, --data-dir, --process-roles or the quorum
+// flags. Every broker is killed when the test ends.
 func StartCluster(t testing.TB, bin string, n int, args ...string) *Cluster {
 	t.Helper()
-	for _, f := range []string{"listen", "node-id", "data-dir", "quorum-listen", "quorum-voters"} {
+	return StartClusterWith(t, bin, ClusterOptions{Brokers: n}, args...)
+}
+
+// ClusterOptions shapes a Cluster: Brokers brokers (node IDs 1..Brokers)
+// and Controllers controller-only voters (process.roles=controller, node
+// IDs after the brokers'). The voters are the brokers and the
+// controllers, unless NonVoterBrokers makes the brokers
+// process.roles=broker (raft non-voters): then only the controllers vote,
+// as in Kafka's isolated mode. Two brokers and one controller make a
+// three-voter quorum that survives the loss of any one process.
+type ClusterOptions struct {
+	Brokers         int
+	Controllers     int
+	NonVoterBrokers bool
+}
+
+// StartClusterWith starts the cluster o describes, every process at once,
+// and returns when every one accepts connections (a controller on its
+// quorum port). args are added to every command line, with the same
+// restrictions as StartCluster. Every process is killed when the test
+// ends.
+func StartClusterWith(t testing.TB, bin string, o ClusterOptions, args ...string) *Cluster {
+	t.Helper()
+	for _, f := range []string{"listen", "node-id", "data-dir", "quorum-listen", "quorum-voters", "process-roles"} {
 		if flagValue(args, f) != "" {
 			t.Fatalf("daemontest.StartCluster sets --%s itself; drop it from %q", f, args)
 		}
 	}
+	if o.NonVoterBrokers && o.Controllers == 0 {
+		t.Fatal("daemontest.StartClusterWith: non-voter brokers need controllers")
+	}
 	c := &Cluster{}
-	quorum := make([]string, n)
+	total := o.Brokers + o.Controllers
+	quorum := make([]string, total)
 	var vs []string
-	for i := range n {
+	for i := range total {
 		quorum[i] = FreePort(t)
-		vs = append(vs, fmt.Sprintf("%d@%s", i+1, quorum[i]))
+		if i >= o.Brokers || !o.NonVoterBrokers {
+			vs = append(vs, fmt.Sprintf("%d@%s", i+1, quorum[i]))
+		}
 	}
 	c.voters = strings.Join(vs, ",")
-	for i := range n {
-		p := &Proc{bin: bin, addr: FreePort(t), dataDir: t.TempDir()}
+	for i := range total {
+		p := &Proc{bin: bin, dataDir: t.TempDir(), nodeID: int32(i + 1)}
 		p.logPath = filepath.Join(t.TempDir(), fmt.Sprintf("vltavad-%d.log", i+1))
-		p.args = append([]string{
-			"--listen", p.addr, "--node-id", strconv.Itoa(i + 1), "--data-dir", p.dataDir,
-			"--quorum-listen", quorum[i], "--quorum-voters", c.voters,
-		}, args...)
-		p.nodeID = int32(i + 1)
+		common := []string{"--node-id", strconv.Itoa(i + 1), "--data-dir", p.dataDir,
+			"--quorum-listen", quorum[i], "--quorum-voters", c.voters}
+		switch {
+		case i >= o.Brokers: // ready when its quorum port accepts
+			p.addr = quorum[i]
+			p.args = append(append(common, "--process-roles", "controller"), args...)
+			c.ctrls = append(c.ctrls, p)
+		case o.NonVoterBrokers:
+			p.addr = FreePort(t)
+			p.args = append(append([]string{"--listen", p.addr, "--process-roles", "broker"}, common...), args...)
+			c.procs = append(c.procs, p)
+		default:
+			p.addr = FreePort(t)
+			p.args = append(append([]string{"--listen", p.addr}, common...), args...)
+			c.procs = append(c.procs, p)
+		}
 		t.Cleanup(p.kill)
-		c.procs = append(c.procs, p)
 	}
-	for _, p := range c.procs {
+	for _, p := range c.all() {
 		p.launch(t)
+	}
+	for _, p := range c.ctrls {
+		p.WaitReady(t)
 	}
 	c.WaitReady(t)
 	return c
 }
+
+func (c *Cluster) all() []*Proc { return append(append([]*Proc(nil), c.procs...), c.ctrls...) }
+
+// Controllers returns the controller-only voters, in node ID order; a
+// controller's Addr is its quorum address.
+func (c *Cluster) Controllers() []*Proc { return append([]*Proc(nil), c.ctrls...) }
 
 // WaitReady waits until every running broker accepts connections.
 func (c *Cluster) WaitReady(t testing.TB) {

@@ -35,7 +35,7 @@ var table = []Plugin{
 		func() { serve.Assignor(roundrobin.Assignor{}) }},
 	{serve.KindMetadataStore, "local", "single-broker store in one bbolt file (config: path)",
 		func() { serve.MetadataStore(&LocalStore{}) }},
-	{serve.KindMetadataStore, "raft", "replicated store: a raft quorum among the brokers (config: node.id, data.dir, voters, quorum.listen)",
+	{serve.KindMetadataStore, "raft", "replicated store: a raft quorum among the brokers (config: node.id, data.dir, voters, quorum.listen, non.voter)",
 		func() { serve.MetadataStore(&RaftStore{}) }},
 }
 

@@ -29,6 +29,9 @@ type RaftConfig struct {
 	// Join waits to be added by a running cluster instead of
 	// bootstrapping one (replacing a voter).
 	Join bool `mapstructure:"join"`
+	// NonVoter joins as a raft non-voter (process.roles=broker): the node
+	// is not among the voters and quorum.listen must be dialable.
+	NonVoter bool `mapstructure:"non.voter"`
 
 	HeartbeatTimeout time.Duration `mapstructure:"heartbeat.timeout"`
 	ElectionTimeout  time.Duration `mapstructure:"election.timeout"`
@@ -69,7 +72,7 @@ func (r *RaftStore) Configure(_ context.Context, raw map[string]any) error {
 		return fmt.Errorf("raft plugin: %w", err)
 	}
 	st, err := raft.Open(raft.Config{
-		NodeID: cfg.NodeID, DataDir: cfg.DataDir, QuorumAddr: cfg.QuorumListen, Voters: voters, Join: cfg.Join,
+		NodeID: cfg.NodeID, DataDir: cfg.DataDir, QuorumAddr: cfg.QuorumListen, Voters: voters, Join: cfg.Join, NonVoter: cfg.NonVoter,
 		Logger: slog.Default(), HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		LeaderWait: cfg.LeaderWait, WatchHistory: cfg.WatchHistory, WatchBuffer: cfg.WatchBuffer, MaxValueBytes: cfg.MaxValueBytes,
 	})

@@ -18,20 +18,26 @@ var clusterCommands = []command{
 	{path: "cluster up", summary: "start a local cluster of vltavad brokers (ports and data dirs printed; Ctrl-C stops it)", run: runClusterUp},
 }
 
-// clusterNode is one broker that cluster up started.
+// clusterNode is one broker (or controller-only voter) that cluster up
+// started.
 type clusterNode struct {
 	id           int
+	controller   bool // process.roles=controller: no Kafka listener
 	addr, quorum string
 	dataDir, log string
 	cmd          *exec.Cmd
 	done         chan error
 }
 
-// runClusterUp starts n brokers as one cluster and waits for a signal
-// (ctx ends), then stops them with SIGTERM (SIGKILL after 30s).
+// runClusterUp starts n brokers (and --controllers controller-only
+// voters) as one cluster and waits for a signal (ctx ends), then stops
+// them with SIGTERM (SIGKILL after 30s). Every broker is a voter of the
+// metadata quorum too; the controllers make the quorum larger, so that
+// two brokers plus one controller survive the loss of either broker.
 func runClusterUp(ctx context.Context, e *env, c *command, args []string) error {
 	f := newFlags(e, c)
 	n := f.Int("n", 3, "number of brokers")
+	controllers := f.Int("controllers", 0, "extra controller-only quorum voters (`N`; vltavad --process-roles controller, node IDs after the brokers')")
 	dir := f.String("dir", "", "parent `DIR` of the brokers' data dirs (default: a new temp dir, kept)")
 	vltavad := f.String("vltavad", "", "vltavad binary (default: vltavad on PATH, else go build)")
 	host := f.String("host", "127.0.0.1", "`HOST` to listen on")
@@ -43,6 +49,9 @@ func runClusterUp(ctx context.Context, e *env, c *command, args []string) error 
 	}
 	if *n < 1 {
 		return fmt.Errorf("%w: -n must be at least 1", errUsage)
+	}
+	if *controllers < 0 {
+		return fmt.Errorf("%w: --controllers must not be negative", errUsage)
 	}
 	kvs, err := keyValues(extra)
 	if err != nil {
@@ -58,7 +67,7 @@ func runClusterUp(ctx context.Context, e *env, c *command, args []string) error 
 			return err
 		}
 	}
-	nodes, err := planCluster(*n, *host, *basePort, *dir)
+	nodes, err := planCluster(*n, *controllers, *host, *basePort, *dir)
 	if err != nil {
 		return err
 	}
@@ -72,9 +81,16 @@ func runClusterUp(ctx context.Context, e *env, c *command, args []string) error 
 			return err
 		}
 	}
-	fmt.Fprintf(e.stdout, "cluster of %d brokers (vltavad %s)\n", *n, *vltavad)
+	fmt.Fprintf(e.stdout, "cluster of %d brokers and %d controllers (vltavad %s)\n", *n, *controllers, *vltavad)
+	if len(nodes) == 2 {
+		fmt.Fprintln(e.stdout, "note: a quorum of 2 voters stops when either is down; --controllers 1 makes it 3")
+	}
 	var addrs []string
 	for _, nd := range nodes {
+		if nd.controller {
+			fmt.Fprintf(e.stdout, "  controller %d  quorum %s  data %s  log %s\n", nd.id, nd.quorum, nd.dataDir, nd.log)
+			continue
+		}
 		fmt.Fprintf(e.stdout, "  broker %d  kafka %s  quorum %s  data %s  log %s\n", nd.id, nd.addr, nd.quorum, nd.dataDir, nd.log)
 		addrs = append(addrs, nd.addr)
 	}
@@ -98,12 +114,13 @@ func runClusterUp(ctx context.Context, e *env, c *command, args []string) error 
 			return nil
 		}
 		stopCluster(nodes)
-		return fmt.Errorf("broker %d exited; see %s", nd.id, nd.log)
+		return fmt.Errorf("node %d exited; see %s", nd.id, nd.log)
 	}
 }
 
-// planCluster picks addresses and directories for n brokers.
-func planCluster(n int, host string, basePort int, dir string) ([]*clusterNode, error) {
+// planCluster picks addresses and directories for n brokers (node IDs
+// 1..n) and then controllers controller-only voters (n+1...).
+func planCluster(n, controllers int, host string, basePort int, dir string) ([]*clusterNode, error) {
 	pick := func(i, offset int) (string, error) {
 		if basePort > 0 {
 			return net.JoinHostPort(host, strconv.Itoa(basePort+offset+i)), nil
@@ -116,7 +133,7 @@ func planCluster(n int, host string, basePort int, dir string) ([]*clusterNode, 
 		return ln.Addr().String(), nil
 	}
 	var nodes []*clusterNode
-	for i := range n {
+	for i := range n + controllers {
 		addr, err := pick(i, 0)
 		if err != nil {
 			return nil, err
@@ -127,6 +144,10 @@ func planCluster(n int, host string, basePort int, dir string) ([]*clusterNode, 
 		}
 		nd := &clusterNode{id: i + 1, addr: addr, quorum: quorum, done: make(chan error, 1),
 			dataDir: filepath.Join(dir, fmt.Sprintf("broker-%d", i+1))}
+		if i >= n {
+			nd.controller, nd.addr = true, ""
+			nd.dataDir = filepath.Join(dir, fmt.Sprintf("controller-%d", i+1))
+		}
 		nd.log = nd.dataDir + ".log"
 		nodes = append(nodes, nd)
 	}
@@ -137,8 +158,13 @@ func (nd *clusterNode) start(bin, voters string, kvs [][2]string) error {
 	if err := os.MkdirAll(nd.dataDir, 0o755); err != nil {
 		return err
 	}
-	args := []string{"--node-id", strconv.Itoa(nd.id), "--listen", nd.addr, "--data-dir", nd.dataDir,
+	args := []string{"--node-id", strconv.Itoa(nd.id), "--data-dir", nd.dataDir,
 		"--quorum-listen", nd.quorum, "--quorum-voters", voters}
+	if nd.controller {
+		args = append(args, "--process-roles", "controller")
+	} else {
+		args = append(args, "--listen", nd.addr)
+	}
 	if len(kvs) > 0 {
 		var b strings.Builder
 		for _, kv := range kvs {

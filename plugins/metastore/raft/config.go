@@ -32,6 +32,13 @@ type Config struct {
 	// leader (AddVoter) instead of bootstrapping a cluster from Voters.
 	// Set it when replacing or adding a voter of a running cluster.
 	Join bool
+	// NonVoter makes this node a raft non-voter (a learner, like a Kafka
+	// broker with process.roles=broker): it is not among Voters, never
+	// votes or leads, receives the log like a voter (so watches are served
+	// locally) and forwards writes and reads to the leader. On Open it asks
+	// a voter to add it (AddNonvoter) at QuorumAddr, which is then required
+	// and must be an address the voters can dial (port 0 picks one).
+	NonVoter bool
 	// Logger receives quorum, leadership and session reports; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -81,7 +88,15 @@ func (c *Config) check() error {
 	if len(c.Voters) == 0 {
 		return fmt.Errorf("raft: config: Voters is empty")
 	}
-	if _, ok := c.Voters[c.NodeID]; !ok {
+	_, voter := c.Voters[c.NodeID]
+	switch {
+	case c.NonVoter && voter:
+		return fmt.Errorf("raft: config: non-voter node %d is among the voters %s", c.NodeID, FormatVoters(c.Voters))
+	case c.NonVoter:
+		if err := checkDialable(c.QuorumAddr); err != nil && c.Listener == nil {
+			return fmt.Errorf("raft: config: non-voter quorum address: %w", err)
+		}
+	case !voter:
 		return fmt.Errorf("raft: config: node %d is not among the voters %s", c.NodeID, FormatVoters(c.Voters))
 	}
 	for id, addr := range c.Voters {
@@ -92,11 +107,23 @@ func (c *Config) check() error {
 	return nil
 }
 
+// checkDialable refuses an address other nodes could not dial back.
+func checkDialable(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("%q: give a host the voters can dial, not a wildcard", addr)
+	}
+	return nil
+}
+
 func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.QuorumAddr == "" {
+	if c.QuorumAddr == "" && !c.NonVoter {
 		c.QuorumAddr = c.Voters[c.NodeID]
 	}
 	if c.HeartbeatTimeout > 0 && c.LeaderLeaseTimeout == 0 && c.HeartbeatTimeout < time.Second {

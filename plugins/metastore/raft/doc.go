@@ -91,6 +91,24 @@
 // To move a voter to a new address, RemoveVoter then AddVoter with the
 // same ID and the new address. TestReplaceVoter does steps 1-3.
 //
+// # Non-voters
+//
+// A node opened with Config.NonVoter (a Kafka broker with
+// process.roles=broker) is not in Voters and never votes or leads: the
+// quorum's size and majority are the voters' alone. It listens on its own
+// QuorumAddr (a dialable address; port 0 picks one) and, from a
+// goroutine it owns, asks the voters in turn over the forwarding protocol
+// (/v1/join) until one, forwarding to the leader, has made it a raft
+// non-voter (AddNonvoter) at that address. It never bootstraps. From then
+// on the leader replicates the log to it, so it applies every entry and
+// serves watches locally like a voter; writes and linearizable reads are
+// forwarded to the leader. A restarted non-voter has its state and
+// rejoins at once (a join at the address it already has changes
+// nothing). A join naming a voter's ID is refused (ErrInvalidArgument), so
+// a misconfigured node cannot take a voter's address. A non-voter that
+// goes away for good stays in the configuration (the leader keeps retrying
+// it, harmlessly) until RemoveVoter removes it.
+//
 // # The quorum port
 //
 // One TCP port per voter (Voters[NodeID]) carries two protocols. Every
@@ -98,7 +116,8 @@
 //
 //	'R'  hashicorp/raft's NetworkTransport (msgpack RPCs), unchanged
 //	'F'  the forwarding protocol: HTTP/1.1 POSTs with gob bodies,
-//	     paths /v1/apply, /v1/get, /v1/list, /v1/revision, /v1/keepalive
+//	     paths /v1/apply, /v1/get, /v1/list, /v1/revision, /v1/keepalive,
+//	     /v1/join
 //
 // so a follower finds the leader's forwarding endpoint at the leader's
 // raft address. Errors cross as a reply code (not found, version
@@ -159,7 +178,8 @@
 //
 // Open starts: the mux accept loop and one short-lived tag reader per
 // accepted connection (mux.go), the forwarding HTTP server, the monitor
-// (leader reports and session expiry), plus hashicorp/raft's own. Close
+// (leader reports and session expiry), a non-voter's join loop
+// (nonvoter.go), plus hashicorp/raft's own. Close
 // stops and waits for all of them and closes every accepted connection.
 // A Watch whose context can end registers a context.AfterFunc that the
 // watch's Close deregisters.

@@ -23,6 +23,7 @@ const (
 	pathList      = "/v1/list"      // Prefix → KVs, Rev
 	pathRevision  = "/v1/revision"  // → Rev
 	pathKeepAlive = "/v1/keepalive" // Session → TTL
+	pathJoin      = "/v1/join"      // NodeID, Addr: add a non-voter → nothing
 )
 
 // maxForwardBody bounds a forwarded request body.
@@ -33,6 +34,8 @@ type fwdRequest struct {
 	Key     string
 	Prefix  string
 	Session sdk.SessionID
+	NodeID  int32  // pathJoin: the non-voter's node ID
+	Addr    string // pathJoin: its quorum address
 }
 
 type fwdReply struct {
@@ -146,6 +149,8 @@ func (s *Store) handleForward(ctx context.Context, path string, req *fwdRequest)
 			reply.Rev = s.fsm.revision()
 		case pathKeepAlive:
 			reply.TTL, err = s.localKeepAlive(req.Session)
+		case pathJoin:
+			err = s.addNonvoter(ctx, req.NodeID, req.Addr)
 		default:
 			err = fmt.Errorf("%w: unknown forwarding path %q", sdk.ErrInvalidArgument, path)
 		}

@@ -96,6 +96,10 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.wg.Add(1)
 	go s.monitor()
+	if cfg.NonVoter {
+		s.wg.Add(1)
+		go s.joinLoop()
+	}
 	return s, nil
 }
 
@@ -123,6 +127,9 @@ func (s *Store) start() error {
 			return fmt.Errorf("raft: quorum listener: %w", err)
 		}
 	}
+	if cfg.NonVoter {
+		s.addr = hraft.ServerAddress(ln.Addr().String()) // the port really bound
+	}
 	advertise, err := net.ResolveTCPAddr("tcp", string(s.addr))
 	if err != nil {
 		ln.Close()
@@ -147,10 +154,13 @@ func (s *Store) start() error {
 	if s.raft, err = hraft.NewRaft(rc, s.fsm, s.logStore, s.logStore, snaps, s.trans); err != nil {
 		return fmt.Errorf("raft: start: %w", err)
 	}
-	if !has && cfg.Join {
+	if !has && cfg.NonVoter {
+		s.log.Info("raft: no state in data dir; joining the quorum as a non-voter", "voters", FormatVoters(cfg.Voters), "address", string(s.addr), "dir", cfg.DataDir)
+	}
+	if !has && cfg.Join && !cfg.NonVoter {
 		s.log.Info("raft: no state in data dir; waiting for the leader to add this node (AddVoter)", "dir", cfg.DataDir)
 	}
-	if !has && !cfg.Join {
+	if !has && !cfg.Join && !cfg.NonVoter {
 		s.log.Info("raft: no state in data dir; bootstrapping the cluster", "voters", FormatVoters(cfg.Voters), "dir", cfg.DataDir)
 		if err := s.raft.BootstrapCluster(s.bootstrapConfig()).Error(); err != nil && !errors.Is(err, hraft.ErrCantBootstrap) {
 			return fmt.Errorf("raft: bootstrap: %w", err)

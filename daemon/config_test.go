@@ -206,3 +206,18 @@ func TestSubcommandDispatch(t *testing.T) {
 		t.Errorf("bad log level exited %d, want 2", code)
 	}
 }
+
+// TestREADMEExampleConfig loads testdata/vltava.yaml, the example the
+// README shows, so the documented config keeps working.
+func TestREADMEExampleConfig(t *testing.T) {
+	got, err := loadArgs(t, "--config", filepath.Join("..", "testdata", "vltava.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.DefaultBroker()
+	want.AdvertisedListeners = "localhost:9092"
+	want.NumPartitions = 3
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -37,6 +37,10 @@ type Options struct {
 	// controller.quorum.voters (tests run several brokers over one shared
 	// store this way).
 	Cluster bool
+	// ObserveRequest, when set, is told of every request the handler table
+	// served: its API key and how long the handler took (a long poll's wait
+	// included). It runs on the connection's goroutine and must not block.
+	ObserveRequest func(key int16, took time.Duration)
 }
 
 // Broker is one Kafka-protocol broker. Create it with New, then Start it;

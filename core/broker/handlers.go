@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vltava/vltava/core/wire"
@@ -88,7 +89,31 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response,
 		}
 		return nil, fmt.Errorf("broker: %s v%d is not served (v%d-v%d are)", a.name, req.Version, a.min, a.max)
 	}
+	if obs := b.opts.ObserveRequest; obs != nil {
+		start := time.Now()
+		resp, err := a.handle(b, ctx, req)
+		obs(req.Key, time.Since(start))
+		return resp, err
+	}
 	return a.handle(b, ctx, req)
+}
+
+// APIName names an API key as the handler table does ("Produce"), or
+// "ApiKey<n>" for a key it does not serve.
+func APIName(key int16) string {
+	if a := apiByKey[key]; a != nil {
+		return a.name
+	}
+	return fmt.Sprintf("ApiKey%d", key)
+}
+
+// APIKeys lists the served API keys in ascending order.
+func APIKeys() []int16 {
+	keys := make([]int16, len(apis))
+	for i, a := range apis {
+		keys[i] = a.key
+	}
+	return keys
 }
 
 // reply wraps a kmsg response for the wire.

@@ -50,6 +50,10 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
+	if _, err := checkDescriptors(cfg); err != nil {
+		logger.Error("vltavad cannot start", "err", err)
+		return 1
+	}
 	m, err := startMetrics(cfg, logger)
 	if err != nil {
 		logger.Error("metrics listener failed", "err", err)

@@ -59,6 +59,8 @@ func init() {
 		{45, "AlterPartitionReassignments", 0, 0, handleAlterPartitionReassignments},
 		{46, "ListPartitionReassignments", 0, 0, handleListPartitionReassignments},
 		{47, "OffsetDelete", 0, 0, handleOffsetDelete},
+		{48, "DescribeClientQuotas", 0, 1, handleDescribeClientQuotas},
+		{49, "AlterClientQuotas", 0, 1, handleAlterClientQuotas},
 		{60, "DescribeCluster", 0, 1, handleDescribeCluster},
 		{68, "ConsumerGroupHeartbeat", 0, 1, coordinated(handleConsumerGroupHeartbeat)},
 		{69, "ConsumerGroupDescribe", 0, 1, handleConsumerGroupDescribe},
@@ -89,13 +91,16 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response,
 		}
 		return nil, fmt.Errorf("broker: %s v%d is not served (v%d-v%d are)", a.name, req.Version, a.min, a.max)
 	}
+	start := time.Now()
+	resp, err := a.handle(b, ctx, req)
+	took := time.Since(start)
 	if obs := b.opts.ObserveRequest; obs != nil {
-		start := time.Now()
-		resp, err := a.handle(b, ctx, req)
-		obs(req.Key, time.Since(start))
-		return resp, err
+		obs(req.Key, took)
 	}
-	return a.handle(b, ctx, req)
+	if err == nil && resp != nil {
+		b.throttleAfter(req, resp, took)
+	}
+	return resp, err
 }
 
 // APIName names an API key as the handler table does ("Produce"), or

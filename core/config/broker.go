@@ -37,6 +37,11 @@ type Broker struct {
 	// Vltava's own key (Kafka exports through JMX).
 	MetricsListen string `mapstructure:"metrics.listen"`
 
+	// Client quotas (core/quota): the rate of each quota entity is measured
+	// over QuotaWindowNum windows of QuotaWindowSizeSeconds.
+	QuotaWindowNum         int32 `mapstructure:"quota.window.num"`
+	QuotaWindowSizeSeconds int32 `mapstructure:"quota.window.size.seconds"`
+
 	LogSegmentBytes             int64  `mapstructure:"log.segment.bytes"`
 	LogRollMs                   int64  `mapstructure:"log.roll.ms"`
 	LogRetentionMs              int64  `mapstructure:"log.retention.ms"`
@@ -206,6 +211,8 @@ func DefaultBroker() Broker {
 		ConnectionsMaxIdleMs:        600000,
 		ZeroCopy:                    true,
 		MetricsListen:               DefaultMetricsListen,
+		QuotaWindowNum:              11,
+		QuotaWindowSizeSeconds:      1,
 		LogSegmentBytes:             1 << 30,
 		LogRollMs:                   7 * 24 * 3600 * 1000,
 		LogRetentionMs:              7 * 24 * 3600 * 1000,

@@ -96,6 +96,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	bc.SetBroker(b)
+	defer bc.Close()
 	if err := m.Register(bc); err != nil {
 		logger.Error("metrics", "err", err)
 		return 1

@@ -109,6 +109,11 @@ func handleFetch(b *Broker, ctx context.Context, req *wire.Request) (*wire.Respo
 		return nil, err
 	}
 	req.Parked += fr.parked
+	for i := range parts {
+		if n := fr.ranges[i].Len; n > 0 && parts[i].p != nil {
+			parts[i].p.traffic.out(n, parts[i].replica)
+		}
+	}
 	throttle := b.fetchThrottle(req, r, fr.ranges)
 	resp.ThrottleMillis = millis(throttle)
 	frame, err := wire.FetchFrame(resp, fr.ranges)

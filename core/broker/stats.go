@@ -1,6 +1,12 @@
 package broker
 
-import "github.com/vltava/vltava/core/config"
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/vltava/vltava/core/config"
+	"github.com/vltava/vltava/core/quota"
+)
 
 // PartitionStat is one partition's figures as this broker sees them, for
 // monitoring (daemon/metrics). Replica counts come from the controller's
@@ -18,6 +24,29 @@ type PartitionStat struct {
 	LogStart, HighWatermark int64
 	LogEnd, SizeBytes       int64
 	Segments                int
+	// Traffic since the broker started: bytes and records appended by
+	// producers (replicated appends not counted), bytes sent to consumers,
+	// and bytes sent to followers.
+	BytesIn, RecordsIn, BytesOut, ReplicationBytesOut int64
+}
+
+// traffic counts a partition's produce and fetch traffic with atomics
+// (one add per produced batch and per fetched partition).
+type traffic struct {
+	bytesIn, recordsIn, bytesOut, replBytesOut atomic.Int64
+}
+
+func (t *traffic) in(bytes int, records int32) {
+	t.bytesIn.Add(int64(bytes))
+	t.recordsIn.Add(int64(records))
+}
+
+func (t *traffic) out(bytes int64, replica bool) {
+	if replica {
+		t.replBytesOut.Add(bytes)
+	} else {
+		t.bytesOut.Add(bytes)
+	}
 }
 
 // PartitionStats returns a figure set for every partition this broker
@@ -42,6 +71,11 @@ func (b *Broker) PartitionStats() []PartitionStat {
 				LogEnd:        p.log.EndOffset(),
 				SizeBytes:     p.log.Size(),
 				Segments:      p.log.Segments(),
+
+				BytesIn:             p.traffic.bytesIn.Load(),
+				RecordsIn:           p.traffic.recordsIn.Load(),
+				BytesOut:            p.traffic.bytesOut.Load(),
+				ReplicationBytesOut: p.traffic.replBytesOut.Load(),
 			}
 			if v := p.viewOf(); v != nil {
 				st.Offline = v.leader < 0
@@ -62,3 +96,7 @@ func (b *Broker) IsController() bool { return b.controllerID() == b.cfg.NodeID }
 
 // LogDirs lists the broker's log directories (log.dirs).
 func (b *Broker) LogDirs() []string { return config.SplitList(b.cfg.LogDirs) }
+
+// QuotaSensors returns the measured rate and total throttle of every
+// client quota entity active recently.
+func (b *Broker) QuotaSensors() []quota.Throttled { return b.quotas.Sensors(time.Now()) }

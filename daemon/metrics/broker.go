@@ -53,6 +53,18 @@ var (
 		"Size of the filesystem holding a log directory.", []string{"dir"}, nil)
 	dirFree = prometheus.NewDesc("vltava_log_dir_free_bytes",
 		"Bytes available to the broker on the filesystem holding a log directory.", []string{"dir"}, nil)
+	topicBytesIn = prometheus.NewDesc("vltava_topic_bytes_in_total",
+		"Record bytes producers appended to the topic's partitions led here.", []string{"topic"}, nil)
+	topicRecordsIn = prometheus.NewDesc("vltava_topic_records_in_total",
+		"Records producers appended to the topic's partitions led here.", []string{"topic"}, nil)
+	topicBytesOut = prometheus.NewDesc("vltava_topic_bytes_out_total",
+		"Record bytes sent to consumers from the topic's partitions led here.", []string{"topic"}, nil)
+	topicReplBytesOut = prometheus.NewDesc("vltava_topic_replication_bytes_out_total",
+		"Record bytes sent to followers from the topic's partitions led here.", []string{"topic"}, nil)
+	quotaRate = prometheus.NewDesc("vltava_quota_rate",
+		"Measured rate of a client quota entity (bytes/s, or percent for request_percentage).", []string{"kind", "user", "client_id"}, nil)
+	quotaThrottle = prometheus.NewDesc("vltava_quota_throttle_seconds_total",
+		"Throttle time imposed on a client quota entity.", []string{"kind", "user", "client_id"}, nil)
 	highWatermark = prometheus.NewDesc("vltava_partition_high_watermark",
 		"The partition's high watermark (reported by its leader).", []string{"topic", "partition"}, nil)
 )
@@ -65,6 +77,7 @@ type BrokerCollector struct {
 	// byKey caches the histogram of each served API key, so observing a
 	// request is an array index and an atomic add, no label lookup.
 	byKey [128]prometheus.Observer
+	lags  groupLags
 }
 
 // NewBrokerCollector returns the collector of b's figures. Register it
@@ -86,7 +99,15 @@ func NewBrokerCollector(b *broker.Broker) *BrokerCollector {
 
 // SetBroker sets the broker to report; the collector is made before the
 // broker so that its ObserveRequest can be handed to broker.New.
-func (c *BrokerCollector) SetBroker(b *broker.Broker) { c.b = b }
+func (c *BrokerCollector) SetBroker(b *broker.Broker) {
+	c.b = b
+	c.lags.addr, c.lags.nodeID = b.Addr, b.NodeID
+}
+
+// Close releases the client the group-lag figures use.
+func (c *BrokerCollector) Close() { c.lags.close() }
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }
 
 // ObserveRequest is a broker.Options.ObserveRequest.
 func (c *BrokerCollector) ObserveRequest(key int16, took time.Duration) {
@@ -99,7 +120,9 @@ func (c *BrokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.requests.Describe(ch)
 	for _, d := range []*prometheus.Desc{brokerInfo, controllerActive, connections, connectionsAccepted,
 		sendfileBytes, copiedBytes, partitionsLed, partitionReplicas, underReplicated, underMinISR, offline,
-		logSize, logSegments, logStart, logEnd, highWatermark, dirCapacity, dirFree} {
+		logSize, logSegments, logStart, logEnd, highWatermark, dirCapacity, dirFree,
+		topicBytesIn, topicRecordsIn, topicBytesOut, topicReplBytesOut, quotaRate, quotaThrottle,
+		groupLag, groupLagTotal, groupMembers} {
 		ch <- d
 	}
 }
@@ -135,8 +158,16 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 
 	var led, under, underMin, off int
 	ps := b.PartitionStats()
+	type flow struct{ in, recs, out, repl int64 }
+	topics := map[string]*flow{}
 	for _, p := range ps {
 		part := strconv.Itoa(int(p.Partition))
+		f := topics[p.Topic]
+		if f == nil {
+			f = &flow{}
+			topics[p.Topic] = f
+		}
+		f.in, f.recs, f.out, f.repl = f.in+p.BytesIn, f.recs+p.RecordsIn, f.out+p.BytesOut, f.repl+p.ReplicationBytesOut
 		gauge(logSize, float64(p.SizeBytes), p.Topic, part)
 		gauge(logSegments, float64(p.Segments), p.Topic, part)
 		gauge(logStart, float64(p.LogStart), p.Topic, part)
@@ -156,6 +187,18 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 			underMin++
 		}
 	}
+	for name, f := range topics {
+		ch <- prometheus.MustNewConstMetric(topicBytesIn, prometheus.CounterValue, float64(f.in), name)
+		ch <- prometheus.MustNewConstMetric(topicRecordsIn, prometheus.CounterValue, float64(f.recs), name)
+		ch <- prometheus.MustNewConstMetric(topicBytesOut, prometheus.CounterValue, float64(f.out), name)
+		ch <- prometheus.MustNewConstMetric(topicReplBytesOut, prometheus.CounterValue, float64(f.repl), name)
+	}
+	for _, q := range b.QuotaSensors() {
+		user, client := q.Entity.User.String(), q.Entity.Client.String()
+		ch <- prometheus.MustNewConstMetric(quotaRate, prometheus.GaugeValue, q.Rate, string(q.Kind), user, client)
+		ch <- prometheus.MustNewConstMetric(quotaThrottle, prometheus.CounterValue, q.Throttle.Seconds(), string(q.Kind), user, client)
+	}
+	c.lags.collect(ch)
 	gauge(partitionReplicas, float64(len(ps)))
 	gauge(partitionsLed, float64(led))
 	gauge(underReplicated, float64(under))

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vltava/vltava/daemon/daemontest"
@@ -104,6 +105,14 @@ func TestScrapeRealBroker(t *testing.T) {
 		}
 	}
 
+	// A group that committed offset 5 of 20 lags by 15.
+	adm := kadm.NewClient(cl)
+	var commit kadm.Offsets
+	commit.Add(kadm.Offset{Topic: "metered", Partition: 0, At: 5, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(ctx, "lagging", commit); err != nil {
+		t.Fatal(err)
+	}
+
 	if code, _ := get(t, "http://"+maddr+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d", code)
 	}
@@ -154,6 +163,15 @@ func TestScrapeRealBroker(t *testing.T) {
 	}
 	if v, ok := value(fams, "vltava_request_duration_seconds", map[string]string{"api": "Produce"}); !ok || v < 20 {
 		t.Errorf("Produce requests observed = %v, %v; want >= 20", v, ok)
+	}
+	if v, ok := value(fams, "vltava_topic_records_in_total", map[string]string{"topic": "metered"}); !ok || v != 20 {
+		t.Errorf("vltava_topic_records_in_total{metered} = %v, %v; want 20", v, ok)
+	}
+	if v, ok := value(fams, "vltava_topic_bytes_in_total", map[string]string{"topic": "metered"}); !ok || v < float64(20*len("record-0")) {
+		t.Errorf("vltava_topic_bytes_in_total{metered} = %v, %v", v, ok)
+	}
+	if v, ok := value(fams, "vltava_consumer_group_lag", map[string]string{"group": "lagging", "topic": "metered", "partition": "0"}); !ok || v != 15 {
+		t.Errorf("vltava_consumer_group_lag{lagging, metered-0} = %v, %v; want 15", v, ok)
 	}
 	if v, ok := value(fams, "vltava_controller_active", nil); !ok || v != 1 {
 		t.Errorf("vltava_controller_active = %v, %v; a single broker is its own controller", v, ok)

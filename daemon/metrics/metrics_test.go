@@ -92,13 +92,22 @@ func TestScrapeRealBroker(t *testing.T) {
 	maddr := daemontest.FreePort(t)
 	p := daemontest.Start(t, bin, "--metrics-listen", maddr)
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic("metered"), kgo.AllowAutoTopicCreation())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic("metered"), kgo.AllowAutoTopicCreation(), kgo.ClientID("metered-app"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// A generous quota on the client, so that its sensor is reported.
+	adm := kadm.NewClient(cl)
+	app := "metered-app"
+	if _, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &app}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1e9}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 20 {
 		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("record-%d", i))).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -106,7 +115,6 @@ func TestScrapeRealBroker(t *testing.T) {
 	}
 
 	// A group that committed offset 5 of 20 lags by 15.
-	adm := kadm.NewClient(cl)
 	var commit kadm.Offsets
 	commit.Add(kadm.Offset{Topic: "metered", Partition: 0, At: 5, LeaderEpoch: -1})
 	if _, err := adm.CommitOffsets(ctx, "lagging", commit); err != nil {
@@ -120,7 +128,15 @@ func TestScrapeRealBroker(t *testing.T) {
 		t.Errorf("/readyz: %d", code)
 	}
 
+	// The broker follows quota changes through a store watch: produce to a
+	// second topic until the client's quota sensor shows.
 	fams := scrape(t, maddr)
+	for deadline := time.Now().Add(15 * time.Second); fams["vltava_quota_rate"] == nil && time.Now().Before(deadline); fams = scrape(t, maddr) {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "metered-quota", Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	broker := map[string]string{"process": "broker"}
 	if v, ok := value(fams, "vltava_process_open_fds", broker); !ok || v < 3 {
 		t.Errorf("broker open fds = %v, %v; want a real count", v, ok)
@@ -172,6 +188,9 @@ func TestScrapeRealBroker(t *testing.T) {
 	}
 	if v, ok := value(fams, "vltava_consumer_group_lag", map[string]string{"group": "lagging", "topic": "metered", "partition": "0"}); !ok || v != 15 {
 		t.Errorf("vltava_consumer_group_lag{lagging, metered-0} = %v, %v; want 15", v, ok)
+	}
+	if v, ok := value(fams, "vltava_quota_rate", map[string]string{"kind": "producer_byte_rate", "client_id": "metered-app"}); !ok || v <= 0 {
+		t.Errorf("vltava_quota_rate{metered-app} = %v, %v; series: %v", v, ok, labelsOf(fams, "vltava_quota_rate"))
 	}
 	if v, ok := value(fams, "vltava_controller_active", nil); !ok || v != 1 {
 		t.Errorf("vltava_controller_active = %v, %v; a single broker is its own controller", v, ok)

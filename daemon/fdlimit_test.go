@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/daemon/daemontest"
 )
 
@@ -47,19 +46,5 @@ func TestRefusesToStartWithTooFewDescriptors(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the refusal does not say %q:\n%s", want, out.String())
 		}
-	}
-}
-
-func TestDescriptorNeedCountsPartitions(t *testing.T) {
-	cfg := config.DefaultBroker()
-	cfg.LogDirs = t.TempDir()
-	base, _ := fdNeed(cfg)
-	for _, name := range []string{"a-0", "a-1", "b.c-12", "meta", "not_a_partition"} {
-		if err := os.MkdirAll(filepath.Join(cfg.LogDirs, name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got, how := fdNeed(cfg); got != base+3*fdsPerPartition {
-		t.Errorf("need = %d (%s), want %d + 3 partitions", got, how, base)
 	}
 }

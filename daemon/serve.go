@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/vltava/vltava/core/broker"
+	"github.com/vltava/vltava/daemon/fdlimit"
 	"github.com/vltava/vltava/daemon/metrics"
 	"github.com/vltava/vltava/plugins/host"
 )
@@ -50,7 +51,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
-	if _, err := checkDescriptors(cfg); err != nil {
+	if _, err := fdlimit.Check(cfg); err != nil {
 		logger.Error("vltavad cannot start", "err", err)
 		return 1
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/vltava/vltava/core/broker"
+	"github.com/vltava/vltava/daemon/fdlimit"
+	"github.com/vltava/vltava/daemon/metrics"
 	"github.com/vltava/vltava/plugins/host"
 )
 
@@ -49,6 +51,17 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
+	if _, err := fdlimit.Check(cfg); err != nil {
+		logger.Error("vltavad cannot start", "err", err)
+		return 1
+	}
+	m, err := startMetrics(cfg, logger)
+	if err != nil {
+		logger.Error("metrics listener failed", "err", err)
+		return 1
+	}
+	defer m.Close()
+
 	if roles, _ := cfg.Roles(); !roles.Broker { // Validate checked it
 		return serveController(cfg, sigCh, stdout, logger)
 	}
@@ -56,8 +69,9 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	// Plugins first: the broker needs the metadata store to start. The
 	// host stops every plugin process when serveMain returns, however it
 	// returns.
-	plugins := host.New(host.Options{Logger: logger})
+	plugins := host.New(host.Options{Logger: logger, ObserveCall: m.ObservePluginCall})
 	defer plugins.Close()
+	m.SetPlugins(plugins)
 	var loaded loadedPlugins
 	if f.inProcessPlugins {
 		if err := checkInProcess(cfg); err != nil {
@@ -70,8 +84,10 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	bc := metrics.NewBrokerCollector(nil)
 	b, err := broker.New(cfg, broker.Options{
 		Logger:         logger,
+		ObserveRequest: bc.ObserveRequest,
 		Store:          loaded.store,
 		Assignors:      loaded.assignors,
 		Authenticators: loaded.authenticators,
@@ -80,6 +96,13 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		logger.Error("invalid configuration", "err", err)
 		return 1
 	}
+	bc.SetBroker(b)
+	defer bc.Close()
+	if err := m.Register(bc); err != nil {
+		logger.Error("metrics", "err", err)
+		return 1
+	}
+	m.SetReady(func() bool { return isClosed(b.Ready()) })
 	if err := b.Start(); err != nil {
 		logger.Error("broker failed to start", "err", err)
 		return 1

@@ -82,7 +82,8 @@ type fetchRead struct {
 	ranges []wire.FileRange
 	slices []*log.Slice
 	bytes  int64
-	final  bool // an error was found: answer now, do not wait
+	final  bool          // an error was found: answer now, do not wait
+	parked time.Duration // time spent waiting for data (long poll)
 }
 
 func (fr *fetchRead) release() {
@@ -107,13 +108,21 @@ func handleFetch(b *Broker, ctx context.Context, req *wire.Request) (*wire.Respo
 		fr.release()
 		return nil, err
 	}
+	req.Parked += fr.parked
+	for i := range parts {
+		if n := fr.ranges[i].Len; n > 0 && parts[i].p != nil {
+			parts[i].p.traffic.out(n, parts[i].replica)
+		}
+	}
+	throttle := b.fetchThrottle(req, r, fr.ranges)
+	resp.ThrottleMillis = millis(throttle)
 	frame, err := wire.FetchFrame(resp, fr.ranges)
 	if err != nil {
 		fr.release()
 		return nil, err
 	}
 	slices := fr.slices
-	return &wire.Response{Frame: frame, Done: func() {
+	return &wire.Response{Frame: frame, Throttle: throttle, Done: func() {
 		for _, s := range slices {
 			s.Close()
 		}
@@ -252,7 +261,10 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		}
-		switch waitAny(ctx, b.stopCh, timer.C, chs) {
+		parkedAt := time.Now()
+		woke := waitAny(ctx, b.stopCh, timer.C, chs)
+		fr.parked += time.Since(parkedAt)
+		switch woke {
 		case waitCanceled:
 			return ctx.Err()
 		case waitStopped:

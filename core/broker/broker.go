@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vltava/vltava/core/config"
+	"github.com/vltava/vltava/core/quota"
 	"github.com/vltava/vltava/core/wire"
 	"github.com/vltava/vltava/plugins/metastore/local"
 	"github.com/vltava/vltava/plugins/sdk"
@@ -37,6 +38,10 @@ type Options struct {
 	// controller.quorum.voters (tests run several brokers over one shared
 	// store this way).
 	Cluster bool
+	// ObserveRequest, when set, is told of every request the handler table
+	// served: its API key and how long the handler took (a long poll's wait
+	// included). It runs on the connection's goroutine and must not block.
+	ObserveRequest func(key int16, took time.Duration)
 }
 
 // Broker is one Kafka-protocol broker. Create it with New, then Start it;
@@ -68,6 +73,7 @@ type Broker struct {
 
 	assignors []sdk.Assignor
 	groups    *groupHost // the group coordinator; set in start
+	quotas    *quota.Manager
 
 	ready   chan struct{}
 	stopCh  chan struct{}
@@ -95,6 +101,7 @@ func New(cfg config.Broker, opts Options) (*Broker, error) {
 
 		authenticators: opts.Authenticators,
 		assignors:      opts.Assignors,
+		quotas:         newQuotas(cfg.QuotaWindowNum, cfg.QuotaWindowSizeSeconds),
 	}
 	b.meta.Store(emptySnapshot())
 	return b, nil
@@ -174,6 +181,7 @@ func (b *Broker) start() error {
 		b.maintain()
 	}()
 	b.startCleaner()
+	b.startQuotas()
 	if b.clustered() {
 		if err := b.startCluster(); err != nil {
 			return err

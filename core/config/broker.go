@@ -32,6 +32,15 @@ type Broker struct {
 	// ZeroCopy sends fetched records with sendfile on plaintext listeners.
 	// It has no Kafka counterpart; turning it off exists for measurement.
 	ZeroCopy bool `mapstructure:"zero.copy.enable"`
+	// MetricsListen is the host:port of the HTTP listener serving
+	// /metrics, /healthz and /readyz (daemon/metrics); empty turns it off.
+	// Vltava's own key (Kafka exports through JMX).
+	MetricsListen string `mapstructure:"metrics.listen"`
+
+	// Client quotas (core/quota): the rate of each quota entity is measured
+	// over QuotaWindowNum windows of QuotaWindowSizeSeconds.
+	QuotaWindowNum         int32 `mapstructure:"quota.window.num"`
+	QuotaWindowSizeSeconds int32 `mapstructure:"quota.window.size.seconds"`
 
 	LogSegmentBytes             int64  `mapstructure:"log.segment.bytes"`
 	LogRollMs                   int64  `mapstructure:"log.roll.ms"`
@@ -181,6 +190,11 @@ func (b Broker) SASLMechanisms() []string {
 	return out
 }
 
+// DefaultMetricsListen is metrics.listen's default. When it is taken (a
+// second broker on the same host) the daemon runs without metrics and
+// says so, rather than refusing to start; any other address must bind.
+const DefaultMetricsListen = "127.0.0.1:9644"
+
 // DefaultBroker returns Kafka's defaults, with Vltava's single-node
 // choices: listen on 127.0.0.1:9092, data in ./data, topics auto-created.
 func DefaultBroker() Broker {
@@ -196,6 +210,9 @@ func DefaultBroker() Broker {
 		SocketRequestMaxBytes:       100 * 1024 * 1024,
 		ConnectionsMaxIdleMs:        600000,
 		ZeroCopy:                    true,
+		MetricsListen:               DefaultMetricsListen,
+		QuotaWindowNum:              11,
+		QuotaWindowSizeSeconds:      1,
 		LogSegmentBytes:             1 << 30,
 		LogRollMs:                   7 * 24 * 3600 * 1000,
 		LogRetentionMs:              7 * 24 * 3600 * 1000,

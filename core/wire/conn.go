@@ -260,7 +260,22 @@ func (c *conn) serveRequest(req *Request) error {
 		c.log.Info("wire: closing connection after response", "key", req.Key, "correlation_id", req.CorrelationID)
 		c.close()
 	}
+	if resp.Throttle > 0 {
+		c.mute(resp.Throttle)
+	}
 	return nil
+}
+
+// mute holds the connection's next request back for d (or until the
+// connection ends). Requests already read wait in the queue, so at most
+// one read-ahead request is held.
+func (c *conn) mute(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.ctx.Done():
+	}
 }
 
 // callHandler calls the Handler, turning a panic into an error so one bad

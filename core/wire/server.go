@@ -46,6 +46,11 @@ type Response struct {
 	// Kafka does after a failed SASL authentication: the client reads the
 	// error, then sees the connection end.
 	CloseAfter bool
+	// Throttle mutes the connection: after writing the response the
+	// server reads no further request of the connection for this long
+	// (client quotas, KIP-219; the response carries the same time, so the
+	// client waits too).
+	Throttle time.Duration
 }
 
 // Config configures a Server.

@@ -112,7 +112,8 @@ func FreePort(t testing.TB) string {
 }
 
 // Start runs bin with --listen on a free loopback port, --data-dir in
-// t.TempDir() unless args has one, and args. It returns once the port
+// t.TempDir() unless args has one, no metrics listener unless args has
+// --metrics-listen, and args. It returns once the port
 // accepts connections, and kills the process when the test ends.
 func Start(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
@@ -124,6 +125,11 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 	}
 	if flagValue(args, "listen") != "" {
 		t.Fatalf("daemontest.Start picks the listen address itself; drop --listen from %q", args)
+	}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(strings.TrimLeft(a, "-"), "metrics-listen") }) {
+		// Brokers under test run side by side: none takes the fixed
+		// default metrics port unless the test asks for a listener.
+		args = append([]string{"--metrics-listen="}, args...)
 	}
 	p.args = append([]string{"--listen", p.addr}, args...)
 	t.Cleanup(p.kill)

@@ -105,6 +105,14 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	m.SetReady(func() bool { return isClosed(b.Ready()) })
+	con, err := startConsole(cfg, m, b, in, plugins, logger)
+	if err != nil {
+		logger.Error("console", "err", err)
+		return 1
+	}
+	if con != nil {
+		defer con.Close()
+	}
 	if err := b.Start(); err != nil {
 		logger.Error("broker failed to start", "err", err)
 		return 1

@@ -12,6 +12,7 @@ package inspect
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -37,6 +38,10 @@ func New(addr func() string, nodeID int32, opts ...kgo.Opt) *Inspector {
 // NodeID is the inspected broker's node id.
 func (in *Inspector) NodeID() int32 { return in.nodeID }
 
+// Software names the inspector's clients to the broker (KIP-511), so the
+// compatibility report tells the console's own connections apart.
+var Software = kgo.SoftwareNameAndVersion("vltava-console", "1")
+
 // ErrNotListening: the broker has not bound its listener yet.
 var ErrNotListening = errors.New("inspect: the broker is not listening yet")
 
@@ -51,7 +56,7 @@ func (in *Inspector) Client() (*kgo.Client, error) {
 	if addr == "" {
 		return nil, ErrNotListening
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("vltava-inspect")}, in.opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("vltava-inspect"), Software}, in.opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -99,3 +104,5 @@ func (in *Inspector) CoordinatedLag(ctx context.Context) ([]kadm.DescribedGroupL
 	}
 	return out, nil
 }
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }

@@ -641,4 +641,3 @@ func parseCompat(path string) (map[string]map[string]string, error) {
 	}
 	return out, nil
 }
-

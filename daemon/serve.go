@@ -12,6 +12,7 @@ import (
 
 	"github.com/vltava/vltava/core/broker"
 	"github.com/vltava/vltava/daemon/fdlimit"
+	"github.com/vltava/vltava/daemon/inspect"
 	"github.com/vltava/vltava/daemon/metrics"
 	"github.com/vltava/vltava/plugins/host"
 )
@@ -96,13 +97,22 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		logger.Error("invalid configuration", "err", err)
 		return 1
 	}
-	bc.SetBroker(b)
-	defer bc.Close()
+	in := inspect.New(b.Addr, cfg.NodeID)
+	defer in.Close()
+	bc.SetBroker(b, in)
 	if err := m.Register(bc); err != nil {
 		logger.Error("metrics", "err", err)
 		return 1
 	}
 	m.SetReady(func() bool { return isClosed(b.Ready()) })
+	con, err := startConsole(cfg, m, b, in, plugins, logger)
+	if err != nil {
+		logger.Error("console", "err", err)
+		return 1
+	}
+	if con != nil {
+		defer con.Close()
+	}
 	if err := b.Start(); err != nil {
 		logger.Error("broker failed to start", "err", err)
 		return 1

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vltava/vltava/core/clients"
 	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/core/quota"
 	"github.com/vltava/vltava/core/wire"
@@ -75,6 +76,9 @@ type Broker struct {
 	groups    *groupHost // the group coordinator; set in start
 	quotas    *quota.Manager
 
+	clients     *clients.Registry
+	clientConns sync.Map // connection ID → *clients.Conn
+
 	ready   chan struct{}
 	stopCh  chan struct{}
 	wg      sync.WaitGroup
@@ -102,6 +106,7 @@ func New(cfg config.Broker, opts Options) (*Broker, error) {
 		authenticators: opts.Authenticators,
 		assignors:      opts.Assignors,
 		quotas:         newQuotas(cfg.QuotaWindowNum, cfg.QuotaWindowSizeSeconds),
+		clients:        clients.New(),
 	}
 	b.meta.Store(emptySnapshot())
 	return b, nil

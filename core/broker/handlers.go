@@ -81,6 +81,7 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response,
 	if err := b.checkAuthenticated(req); err != nil {
 		return nil, err
 	}
+	b.recordUsage(req)
 	a := apiByKey[req.Key]
 	if a == nil {
 		return nil, fmt.Errorf("broker: api key %d is not served", req.Key)

@@ -36,6 +36,10 @@ type Broker struct {
 	// /metrics, /healthz and /readyz (daemon/metrics); empty turns it off.
 	// Vltava's own key (Kafka exports through JMX).
 	MetricsListen string `mapstructure:"metrics.listen"`
+	// ConsoleEnable serves the web console under /ui/ on the metrics
+	// listener: on a loopback address always, elsewhere only once SASL
+	// authentication is configured (daemon/console).
+	ConsoleEnable bool `mapstructure:"console.enable"`
 
 	// Client quotas (core/quota): the rate of each quota entity is measured
 	// over QuotaWindowNum windows of QuotaWindowSizeSeconds.
@@ -211,6 +215,7 @@ func DefaultBroker() Broker {
 		ConnectionsMaxIdleMs:        600000,
 		ZeroCopy:                    true,
 		MetricsListen:               DefaultMetricsListen,
+		ConsoleEnable:               true,
 		QuotaWindowNum:              11,
 		QuotaWindowSizeSeconds:      1,
 		LogSegmentBytes:             1 << 30,

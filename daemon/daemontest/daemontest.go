@@ -93,6 +93,8 @@ type Proc struct {
 	logPath string
 	nodeID  int32 // in a Cluster
 
+	metricsAddr string // the metrics listener, when the test asked for one
+
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd.Wait returns
 	err    error         // cmd.Wait's result, set before exited closes
@@ -131,6 +133,7 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 		// default metrics port unless the test asks for a listener.
 		args = append([]string{"--metrics-listen="}, args...)
 	}
+	p.metricsAddr = flagValue(args, "metrics-listen")
 	p.args = append([]string{"--listen", p.addr}, args...)
 	t.Cleanup(p.kill)
 	p.start(t)
@@ -206,6 +209,9 @@ func (p *Proc) WaitReady(t testing.TB) {
 		}
 	}
 }
+
+// MetricsAddr is the process's metrics listener ("" when it has none).
+func (p *Proc) MetricsAddr() string { return p.metricsAddr }
 
 // Addr is the broker's host:port.
 func (p *Proc) Addr() string { return p.addr }

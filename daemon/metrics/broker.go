@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vltava/vltava/core/broker"
+	"github.com/vltava/vltava/daemon/inspect"
 )
 
 // The broker's families. Per-partition series carry topic and partition
@@ -77,7 +78,7 @@ type BrokerCollector struct {
 	// byKey caches the histogram of each served API key, so observing a
 	// request is an array index and an atomic add, no label lookup.
 	byKey [128]prometheus.Observer
-	lags  groupLags
+	in    *inspect.Inspector
 }
 
 // NewBrokerCollector returns the collector of b's figures. Register it
@@ -99,13 +100,9 @@ func NewBrokerCollector(b *broker.Broker) *BrokerCollector {
 
 // SetBroker sets the broker to report; the collector is made before the
 // broker so that its ObserveRequest can be handed to broker.New.
-func (c *BrokerCollector) SetBroker(b *broker.Broker) {
-	c.b = b
-	c.lags.addr, c.lags.nodeID = b.Addr, b.NodeID
+func (c *BrokerCollector) SetBroker(b *broker.Broker, in *inspect.Inspector) {
+	c.b, c.in = b, in
 }
-
-// Close releases the client the group-lag figures use.
-func (c *BrokerCollector) Close() { c.lags.close() }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
 
@@ -198,7 +195,7 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(quotaRate, prometheus.GaugeValue, q.Rate, string(q.Kind), user, client)
 		ch <- prometheus.MustNewConstMetric(quotaThrottle, prometheus.CounterValue, q.Throttle.Seconds(), string(q.Kind), user, client)
 	}
-	c.lags.collect(ch)
+	collectLag(c.in, ch)
 	gauge(partitionReplicas, float64(len(ps)))
 	gauge(partitionsLed, float64(led))
 	gauge(underReplicated, float64(under))

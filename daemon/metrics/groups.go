@@ -2,12 +2,11 @@ package metrics
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vltava/vltava/daemon/inspect"
 )
 
 var (
@@ -23,42 +22,21 @@ var (
 // lagTimeout bounds the lag computation of one scrape.
 const lagTimeout = 10 * time.Second
 
-// groupLags computes consumer lag as an exporter does, through the Kafka
-// API against this broker: list the groups, describe them, fetch their
-// committed offsets and the partitions' end offsets (kadm's Lag, the same
-// computation `vltava group describe` shows). Only the groups this broker
-// coordinates are reported, so a sum over the cluster counts each once.
-type groupLags struct {
-	mu     sync.Mutex
-	addr   func() string
-	nodeID func() int32
-	cl     *kgo.Client
-}
-
-func (g *groupLags) collect(ch chan<- prometheus.Metric) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.addr == nil || g.addr() == "" {
-		return // the broker is not listening yet
-	}
-	if g.cl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr()), kgo.ClientID("vltava-metrics"))
-		if err != nil {
-			return
-		}
-		g.cl = cl
+// collectLag reports consumer lag as an exporter does, through the Kafka
+// API against this broker (inspect.CoordinatedLag, which the console's
+// figures use too), for the groups this broker coordinates, so a sum over
+// the cluster counts each group once.
+func collectLag(in *inspect.Inspector, ch chan<- prometheus.Metric) {
+	if in == nil {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 	defer cancel()
-	lags, err := kadm.NewClient(g.cl).Lag(ctx)
+	lags, err := in.CoordinatedLag(ctx)
 	if err != nil {
 		return
 	}
-	self := g.nodeID()
 	for _, l := range lags {
-		if l.Coordinator.NodeID != self || l.Error() != nil {
-			continue
-		}
 		ch <- prometheus.MustNewConstMetric(groupMembers, prometheus.GaugeValue, float64(len(l.Members)), l.Group, l.State)
 		var sum int64
 		for _, ml := range l.Lag.Sorted() {
@@ -69,14 +47,5 @@ func (g *groupLags) collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(groupLag, prometheus.GaugeValue, float64(ml.Lag), l.Group, ml.Topic, itoa(ml.Partition))
 		}
 		ch <- prometheus.MustNewConstMetric(groupLagTotal, prometheus.GaugeValue, float64(sum), l.Group)
-	}
-}
-
-func (g *groupLags) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cl != nil {
-		g.cl.Close()
-		g.cl = nil
 	}
 }

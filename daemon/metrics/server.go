@@ -29,6 +29,7 @@ type Server struct {
 	plugins atomic.Pointer[host.Host]
 	ready   atomic.Pointer[func() bool]
 
+	mux  *http.ServeMux
 	srv  *http.Server
 	ln   net.Listener
 	wg   sync.WaitGroup
@@ -51,9 +52,16 @@ func New(logger *slog.Logger) *Server {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{logger}}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
+	s.mux = mux
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s
 }
+
+// Mux is the server's request router, for more pages (the console).
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// Listening reports whether the server has a listener.
+func (s *Server) Listening() bool { return s.ln != nil }
 
 // Register adds collectors (the broker's, say) to the registry.
 func (s *Server) Register(cs ...prometheus.Collector) error {

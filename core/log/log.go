@@ -90,7 +90,7 @@ type Log struct {
 
 	adminMu  sync.Mutex // serialises retention, DeleteRecords, Truncate, Close
 	appendMu sync.Mutex // one writer of the active segment
-	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints
+	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints; Truncate holds it too
 	cleanMu  sync.Mutex // one Clean pass at a time; taken before adminMu
 
 	epochs    epochCache    // leader-epoch cache; own locks, taken after all others

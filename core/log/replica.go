@@ -73,6 +73,8 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	defer l.adminMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	l.flushMu.Lock() // as in Truncate: no flush checkpoints the old end
+	defer l.flushMu.Unlock()
 	l.mu.RLock()
 	closed, segs := l.closed, l.segs
 	interval := int64(l.cfg.IndexIntervalBytes)

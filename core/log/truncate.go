@@ -11,11 +11,17 @@ import (
 // the log end offset becomes the start of the batch holding offset (offset
 // itself when it starts a batch). An offset below the log start empties the
 // log and restarts it there. Slices over removed bytes may read short.
+//
+// Truncate excludes Flush (flushMu): a flush that read the log end before
+// the cut must not checkpoint that end as the recovery point once other
+// bytes, never fsynced, sit at those offsets.
 func (l *Log) Truncate(offset int64) error {
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.RLock()
 	closed, start, end, segs := l.closed, l.start, l.end, l.segs
 	interval := int64(l.cfg.IndexIntervalBytes)

@@ -123,7 +123,10 @@ func (b *Broker) listOffset(p *partition, ts int64, sp *kmsg.ListOffsetsResponse
 	sp.LeaderEpoch = p.leaderEpoch.Load()
 	switch ts {
 	case listEarliest, listEarliestLocal:
-		sp.Offset = min(p.log.StartOffset(), hw)
+		// The log start offset, as in Kafka: a replica resolving an
+		// out-of-range fetch resumes there, and retention never moves it
+		// past the high watermark.
+		sp.Offset = p.log.StartOffset()
 		return
 	case listLatest:
 		sp.Offset = hw

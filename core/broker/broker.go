@@ -257,7 +257,9 @@ func (b *Broker) maintain() {
 			return
 		case now := <-t.C:
 			for _, p := range b.meta.Load().allPartitions() {
-				if err := p.log.Maintain(now); err != nil {
+				// Retention stays below the high watermark: followers may
+				// still need what is above it, whatever its timestamps.
+				if err := p.log.Maintain(now, p.highWatermark()); err != nil {
 					b.logger.Warn("broker: log maintenance", "partition", p.String(), "err", err)
 				}
 			}

@@ -58,13 +58,13 @@ func TestFlushMs(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, cfg)
 	appendBatch(t, l, nil, plain(1, 10, 1))
-	if err := l.Maintain(timeAfter(0)); err != nil {
+	if err := l.Maintain(timeAfter(0), noHW); err != nil {
 		t.Fatal(err)
 	}
 	if rp, _ := readOffsetCheckpoint(dir, recoveryPointFile); rp != 0 {
 		t.Fatalf("recovery point %d before flush.ms passed", rp)
 	}
-	if err := l.Maintain(timeAfter(2)); err != nil {
+	if err := l.Maintain(timeAfter(2), noHW); err != nil {
 		t.Fatal(err)
 	}
 	if rp, err := readOffsetCheckpoint(dir, recoveryPointFile); rp != 1 || err != nil {

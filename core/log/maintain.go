@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // Flush fsyncs every appended batch and index entry, then advances the
@@ -110,9 +112,9 @@ func syncSegment(s *segment) error {
 // Maintain does the periodic work of the log; the owner calls it about
 // once a second. It rolls on segment.ms, flushes on flush.ms (and after a
 // roll, as Kafka does, so recovery stays bounded by the active segment),
-// applies retention, and closes the files of inactive segments idle for a
-// few seconds.
-func (l *Log) Maintain(now time.Time) error {
+// applies retention below hw (see ApplyRetention), and closes the files
+// of inactive segments idle for a few seconds.
+func (l *Log) Maintain(now time.Time, hw int64) error {
 	if err := l.checkOpen(); err != nil {
 		return err
 	}
@@ -134,7 +136,7 @@ func (l *Log) Maintain(now time.Time) error {
 	if needFlush {
 		errs = append(errs, l.Flush())
 	}
-	_, err := l.ApplyRetention(now)
+	_, err := l.ApplyRetention(now, hw)
 	errs = append(errs, err)
 	l.mu.RLock()
 	segs := l.segs
@@ -148,19 +150,24 @@ func (l *Log) Maintain(now time.Time) error {
 
 // ApplyRetention deletes the oldest segments whose max timestamp is older
 // than retention.ms, those beyond retention.bytes, and those wholly below
-// the log start offset. The active segment is deleted only when it and
-// every older segment are past retention.ms (it is rolled first, as Kafka
-// does). The log start offset moves to the first remaining segment if that
-// is later.
-func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
+// the log start offset, but only segments wholly below hw, the partition's
+// high watermark: as in Kafka, data a follower may still need to fetch is
+// never deleted, whatever its timestamps, and the log start offset never
+// moves past hw (pass math.MaxInt64 for a log without replicas to wait
+// for). The active segment is deleted only when it and every older segment
+// are past retention.ms and the whole log is below hw (it is rolled first,
+// as Kafka does). The log start offset moves to the first remaining
+// segment if that is later.
+func (l *Log) ApplyRetention(now time.Time, hw int64) (deletedSegments int, err error) {
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
 	if err := l.checkOpen(); err != nil {
 		return 0, err
 	}
 	l.mu.RLock()
-	cfg, segs, start := l.cfg, l.segs, l.start
+	cfg, segs, start, end := l.cfg, l.segs, l.start, l.end
 	l.mu.RUnlock()
+	hw = min(hw, end)
 	var total int64
 	for _, s := range segs {
 		sz, _, _ := s.stats()
@@ -176,18 +183,29 @@ func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
 		byTime := cfg.RetentionMs >= 0 && now.UnixMilli()-maxTs > cfg.RetentionMs
 		bySize := cfg.RetentionBytes >= 0 && diff-sz >= 0
 		byStart := segs[k+1].base <= start
-		if !byTime && !bySize && !byStart {
+		// INVARIANT: retention deletes only segments wholly below the high
+		// watermark (their successor starts at or below it), or below the
+		// log start offset that DeleteRecords already moved.
+		belowHW := segs[k+1].base <= hw
+		if !byStart && (!belowHW || (!byTime && !bySize)) {
 			break
 		}
 		diff -= sz
 	}
-	if k == len(segs)-1 && l.activeExpired(segs[k], cfg, now) {
+	if k == len(segs)-1 && end <= hw && l.activeExpired(segs[k], cfg, now) {
 		// Every segment is past retention.ms, the active one too: as Kafka
 		// does, roll so that the expired active segment can go as well.
 		if err := l.Roll(); err != nil {
 			return 0, err
 		}
 		k++
+	}
+	if invariant.Enabled && k > 0 {
+		next := end // k == len(segs): the rolled active segment goes too
+		if k < len(segs) {
+			next = segs[k].base
+		}
+		invariant.Check(next <= hw || next <= start, "log %s: retention deletes below %d, above the high watermark %d", l.dir, next, hw)
 	}
 	return k, l.deleteFront(k)
 }

@@ -69,6 +69,8 @@ type Broker struct {
 	assignors []sdk.Assignor
 	groups    *groupHost // the group coordinator; set in start
 
+	dirs logDirState // the log directory's I/O failure (logdir.go)
+
 	ready   chan struct{}
 	stopCh  chan struct{}
 	wg      sync.WaitGroup

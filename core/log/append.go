@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vltava/vltava/core/invariant"
 	"github.com/vltava/vltava/core/record"
 )
 
@@ -41,10 +42,13 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.RLock()
-	closed, cfg, start, end := l.closed, l.cfg, l.start, l.end
+	closed, failed, cfg, start, end := l.closed, l.failed, l.cfg, l.start, l.end
 	l.mu.RUnlock()
 	if closed {
 		return AppendResult{}, ErrClosed
+	}
+	if failed != nil {
+		return AppendResult{}, failed
 	}
 	batches, err := splitBatches(records, !opts.CRCChecked)
 	if err != nil {
@@ -84,22 +88,37 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 }
 
 // publishLocked makes an append that ended at next visible: the log end
-// offset, the change channel and, with flush.messages, an fsync.
+// offset and the change channel. When flush.messages is reached it fsyncs
+// first, so that records whose fsync failed are never visible: the log
+// goes offline instead (ErrStorage) and nobody reads or acknowledges them.
 // REQUIRES: l.appendMu.
 func (l *Log) publishLocked(end, next int64, cfg Config) error {
+	l.mu.RLock()
+	appended := l.appended + next - end
+	syncNow := cfg.FlushMessages > 0 && appended-l.synced >= cfg.FlushMessages
+	l.mu.RUnlock()
+	if syncNow {
+		l.flushMu.Lock()
+		err := l.syncDataLocked()
+		l.flushMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	l.mu.Lock()
+	if invariant.Enabled {
+		invariant.Check(next > l.end, "log %s: append ends at %d, not past the log end %d", l.dir, next, l.end)
+	}
 	l.end = next
-	l.appended += next - end
-	if l.unflushedSince == 0 {
+	l.appended = appended
+	if syncNow {
+		l.markSyncedLocked(next, appended)
+	} else if l.unflushedSince == 0 {
 		l.unflushedSince = time.Now().UnixMilli()
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
-	unsynced := l.appended - l.synced
 	l.mu.Unlock()
-	if cfg.FlushMessages > 0 && unsynced >= cfg.FlushMessages {
-		return l.syncData()
-	}
 	return nil
 }
 
@@ -211,7 +230,7 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	pos := m.size
 	if _, err := f.f.WriteAt(records, pos); err != nil {
 		f.f.Truncate(pos) // drop a partial write; readers never saw it
-		return fmt.Errorf("log: append: %w", err)
+		return l.fail("append", err)
 	}
 	for _, b := range bs {
 		m.add(b.h, pos+int64(b.off))

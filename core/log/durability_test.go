@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -145,5 +146,93 @@ func checkSyncedBelow(t *testing.T, l *Log, img *syncedImage, rp int64) {
 			t.Fatalf("recovery point %d covers %d bytes of segment %d, but its last fsync saw %d bytes that differ: a power loss would leave a torn segment recovery trusts",
 				rp, n, s.base, len(synced))
 		}
+	}
+}
+
+// Fault 6 of issue 9: an fsync failure was returned after the records had
+// become visible, and the log went on. Now, with flush.messages=1, the
+// records whose fsync failed are never readable, the log goes offline
+// (ErrStorage on every append and read) and the owner is told once.
+func TestSyncFailureTakesLogOffline(t *testing.T) {
+	cfg := testConfig(nil)
+	cfg.FlushMessages = 1
+	var mu sync.Mutex
+	var reported []error
+	cfg.OnStorageError = func(dir string, err error) {
+		mu.Lock()
+		reported = append(reported, err)
+		mu.Unlock()
+	}
+	dir := t.TempDir()
+	l := openLog(t, dir, cfg)
+	var m model
+	for i := range 3 {
+		appendBatch(t, l, &m, plain(2, 50, int64(i)))
+	}
+	before := l.EndOffset()
+	ioErr := errors.New("injected EIO")
+	swapFsync(t, func(f *os.File) error { return ioErr })
+	_, err := l.Append(makeBatch(plain(2, 50, 9)), AppendOptions{LeaderEpoch: -1})
+	if !errors.Is(err, ErrStorage) || !errors.Is(err, ioErr) {
+		t.Fatalf("append with a failing fsync: %v, want ErrStorage wrapping the I/O error", err)
+	}
+	if got := l.EndOffset(); got != before {
+		t.Fatalf("log end %d after a failed fsync, want %d: unsynced records became visible", got, before)
+	}
+	if _, err := l.Read(0, 1<<20, before+2); !errors.Is(err, ErrStorage) {
+		t.Fatalf("read of an offline log: %v, want ErrStorage", err)
+	}
+	swapFsync(t, func(*os.File) error { fsyncs.Add(1); return nil }) // the disk "recovers": the log stays offline
+	if _, err := l.Append(makeBatch(plain(1, 50, 10)), AppendOptions{LeaderEpoch: -1}); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append after the failure: %v, want ErrStorage", err)
+	}
+	if err := l.Flush(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("flush after the failure: %v, want ErrStorage", err)
+	}
+	if err := l.Truncate(0); !errors.Is(err, ErrStorage) {
+		t.Fatalf("truncate after the failure: %v, want ErrStorage", err)
+	}
+	if !errors.Is(l.Err(), ErrStorage) {
+		t.Fatalf("Err() = %v", l.Err())
+	}
+	mu.Lock()
+	if len(reported) != 1 || !errors.Is(reported[0], ErrStorage) {
+		t.Errorf("OnStorageError calls: %v, want one", reported)
+	}
+	mu.Unlock()
+	// SetConfig without a callback keeps it (the broker resets configs).
+	cfg.OnStorageError = nil
+	l.SetConfig(cfg)
+	if l.config().OnStorageError == nil {
+		t.Error("SetConfig dropped OnStorageError")
+	}
+	// A restart recovers the acknowledged batches. (The refused one was
+	// written to the page cache; recovery may keep it, as Kafka's does:
+	// the producer was told it failed, not that it is absent.)
+	l.Close()
+	l = openLog(t, dir, testConfig(nil))
+	if got := readAll(t, l); l.EndOffset() < before || !bytes.HasPrefix(got, m.bytesFrom(0)) {
+		t.Fatalf("after reopening: end %d, want the %d acknowledged offsets first", l.EndOffset(), before)
+	}
+}
+
+// InjectSyncFailure fails the fsyncs of one directory only.
+func TestInjectSyncFailure(t *testing.T) {
+	swapFsync(t, fsyncReal) // the production fsync, with its injection check
+	a, b := t.TempDir(), t.TempDir()
+	ioErr := errors.New("injected")
+	cfg := testConfig(nil)
+	cfg.FlushMessages = 1
+	la, lb := openLog(t, a, cfg), openLog(t, b, cfg)
+	undo := InjectSyncFailure(a, ioErr)
+	if _, err := la.Append(makeBatch(plain(1, 10, 1)), AppendOptions{LeaderEpoch: -1}); !errors.Is(err, ioErr) || !errors.Is(err, ErrStorage) {
+		t.Fatalf("append under %s: %v", a, err)
+	}
+	if _, err := lb.Append(makeBatch(plain(1, 10, 1)), AppendOptions{LeaderEpoch: -1}); err != nil {
+		t.Fatalf("append under %s: %v", b, err)
+	}
+	undo()
+	if err := syncDir(a); err != nil {
+		t.Fatalf("fsync after undo: %v", err)
 	}
 }

@@ -12,6 +12,9 @@ var fsyncs atomic.Int64
 // realFsync is the production fsync, for benchmarks that measure it.
 var realFsync = fsync
 
+// fsyncReal is the production fsync too, for tests of its fault injection.
+var fsyncReal = fsync
+
 func TestMain(m *testing.M) {
 	fsync = func(*os.File) error { fsyncs.Add(1); return nil }
 	os.Exit(m.Run())

@@ -17,23 +17,26 @@ func (l *Log) Flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	end, appended, dirGen := l.end, l.appended, l.dirGen
+	end, appended, dirGen, failed := l.end, l.appended, l.dirGen, l.failed
 	i, _ := l.segmentForLocked(l.recoveryPoint)
 	segs := l.segs[i:]
 	l.mu.RUnlock()
+	if failed != nil {
+		return failed
+	}
 	for _, s := range segs {
 		if err := s.persistIndex(true); err != nil {
-			return err
+			return l.fail("flush", err)
 		}
 		if err := syncSegment(s); err != nil {
-			return err
+			return l.fail("flush", err)
 		}
 	}
 	if err := l.syncDirIfNeeded(dirGen); err != nil {
-		return err
+		return l.fail("flush", err)
 	}
 	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(end), true); err != nil {
-		return err
+		return l.fail("flush", err)
 	}
 	l.mu.Lock()
 	l.recoveryPoint = max(l.recoveryPoint, end)
@@ -49,21 +52,39 @@ func (l *Log) syncData() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	end, appended, dirGen := l.end, l.appended, l.dirGen
-	i, _ := l.segmentForLocked(l.syncedOffset)
-	segs := l.segs[i:]
+	end, appended := l.end, l.appended
 	l.mu.RUnlock()
-	for _, s := range segs {
-		if err := syncSegment(s); err != nil {
-			return err
-		}
-	}
-	if err := l.syncDirIfNeeded(dirGen); err != nil {
+	if err := l.syncDataLocked(); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	l.markSyncedLocked(end, appended)
 	l.mu.Unlock()
+	return nil
+}
+
+// syncDataLocked fsyncs every segment from the one holding the synced
+// offset to the last, and the directory if segments were created or
+// removed. The caller marks what it covered as synced. A failure takes the
+// log offline.
+// REQUIRES: l.flushMu.
+func (l *Log) syncDataLocked() error {
+	l.mu.RLock()
+	dirGen, failed := l.dirGen, l.failed
+	i, _ := l.segmentForLocked(l.syncedOffset)
+	segs := l.segs[i:]
+	l.mu.RUnlock()
+	if failed != nil {
+		return failed
+	}
+	for _, s := range segs {
+		if err := syncSegment(s); err != nil {
+			return l.fail("fsync", err)
+		}
+	}
+	if err := l.syncDirIfNeeded(dirGen); err != nil {
+		return l.fail("fsync", err)
+	}
 	return nil
 }
 

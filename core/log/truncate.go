@@ -23,11 +23,14 @@ func (l *Log) Truncate(offset int64) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	closed, start, end, segs := l.closed, l.start, l.end, l.segs
+	closed, failed, start, end, segs := l.closed, l.failed, l.start, l.end, l.segs
 	interval := int64(l.cfg.IndexIntervalBytes)
 	l.mu.RUnlock()
 	if closed {
 		return ErrClosed
+	}
+	if failed != nil {
+		return failed
 	}
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)

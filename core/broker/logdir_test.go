@@ -139,3 +139,72 @@ func TestFsyncFailureTakesLogDirOffline(t *testing.T) {
 		t.Fatalf("after restart the log starts with %v, want the acknowledged record", recs)
 	}
 }
+
+// Fault 6 of issue 9 in a cluster: the leader's fsync fails under
+// flush.messages=1; the write is not acknowledged, the broker reports its
+// log directory offline, and once its owner closes it (as the daemon
+// does) another replica leads and serves every acknowledged record, and
+// the refused one is never read.
+func TestFsyncFailureMovesLeadership(t *testing.T) {
+	c := startInProcCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.client(kgo.DisableIdempotentWrite())
+	c.createAssigned(ctx, cl, "durable", [][]int32{{1, 2, 3}})
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "flush.messages", Value: kadm.StringPtr("1")}}, "durable"); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.partitionMeta(1, "durable", 0).leader
+	lb := c.broker(leader)
+	only, err := kgo.NewClient(kgo.SeedBrokers(lb.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer only.Close()
+	if code := rawProduce(ctx, t, only, "durable", 0, "acked"); code != 0 {
+		t.Fatalf("produce before the failure: %v", kerr.ErrorForCode(code))
+	}
+	undo := log.InjectSyncFailure(lb.cfg.LogDirs, errInjectedEIO)
+	defer undo()
+	if code := rawProduce(ctx, t, only, "durable", 0, "refused"); code != kerr.KafkaStorageError.Code {
+		t.Fatalf("acks=all produce whose fsync failed on the leader: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
+	}
+	select {
+	case <-lb.Failed():
+	case <-ctx.Done():
+		t.Fatal("the leader did not report its log directory offline")
+	}
+	// What the daemon does on Failed.
+	c.mu.Lock()
+	delete(c.bs, leader)
+	c.mu.Unlock()
+	if err := lb.Close(); !errors.Is(err, log.ErrStorage) {
+		t.Errorf("close of the failed broker: %v, want the storage error", err)
+	}
+	undo()
+	var next int32
+	c.waitFor("another replica leads", func() bool {
+		for _, b := range c.brokers() {
+			if v := c.partitionMeta(b.cfg.NodeID, "durable", 0); v != nil && v.leader != leader && v.leader > 0 {
+				next = v.leader
+				return true
+			}
+		}
+		return false
+	})
+	cons := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"durable": {0: kgo.NewOffset().AtStart()}}))
+	if err := cons.ProduceSync(ctx, &kgo.Record{Topic: "durable", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all produce to the new leader %d: %v", next, err)
+	}
+	var got []string
+	for len(got) < 2 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %q before the deadline", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if len(got) != 2 || got[0] != "acked" || got[1] != "after" {
+		t.Fatalf("new leader %d serves %q, want [acked after]: the refused record must never be read", next, got)
+	}
+}

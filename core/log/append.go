@@ -116,6 +116,7 @@ func (l *Log) publishLocked(end, next int64, cfg Config) error {
 	} else if l.unflushedSince == 0 {
 		l.unflushedSince = time.Now().UnixMilli()
 	}
+	l.checkOffsetsLocked()
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
@@ -273,6 +274,11 @@ func (l *Log) rollLocked() error {
 	l.mu.RUnlock()
 	if old.meta.size == 0 {
 		return nil
+	}
+	if invariant.Enabled {
+		// INVARIANT: segments are in offset order; the new one starts
+		// after every batch of the old.
+		invariant.Check(old.meta.next <= end, "log %s: roll at %d before segment %d ends (%d)", l.dir, end, old.base, old.meta.next)
 	}
 	old.mu.Lock()
 	old.meta.maybeAddTime()

@@ -4,6 +4,8 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // fsyncs counts fsync calls made by tests.
@@ -17,7 +19,9 @@ var fsyncReal = fsync
 
 func TestMain(m *testing.M) {
 	fsync = func(*os.File) error { fsyncs.Add(1); return nil }
-	os.Exit(m.Run())
+	// Every goroutine the package starts (the Cleaner's) has an owner
+	// that stops and waits for it.
+	goleak.VerifyTestMain(m)
 }
 
 func TestFlushMessages(t *testing.T) {

@@ -42,6 +42,7 @@ func (l *Log) Flush() error {
 	l.recoveryPoint = max(l.recoveryPoint, end)
 	l.lastCheckpoint = time.Now()
 	l.markSyncedLocked(end, appended)
+	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	return nil
 }
@@ -260,6 +261,7 @@ func (l *Log) deleteFront(k int) error {
 	l.start = max(l.start, l.segs[0].base)
 	start := l.start
 	l.dirGen++
+	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	var errs []error
 	if moved {
@@ -297,6 +299,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newStart int64, err error) {
 	}
 	l.mu.Lock()
 	l.start = max(l.start, offset)
+	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	if err := l.epochs.truncateFromStart(offset); err != nil {
 		return offset, err

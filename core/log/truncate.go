@@ -133,6 +133,7 @@ func (l *Log) truncateWithin(offset int64, segs []*segment, interval int64) erro
 	l.segs = slices.Clone(segs[:i+1])
 	l.end = m.next
 	l.resetOffsetsLocked(m.next)
+	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	return nil
 }

@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // StartTimeout bounds how long Start waits for the broker to accept TCP.
@@ -53,7 +55,12 @@ func Build(t testing.TB) string {
 		_, file, _, _ := runtime.Caller(0)
 		daemonDir := filepath.Dir(filepath.Dir(file))
 		build.bin = filepath.Join(build.dir, "vltavad")
-		cmd := exec.Command("go", "build", "-o", build.bin, ".")
+		args := []string{"build", "-o", build.bin}
+		if invariant.Enabled {
+			// go test -tags invariants: the daemon checks them too.
+			args = append(args, "-tags", "invariants")
+		}
+		cmd := exec.Command("go", append(args, ".")...)
 		cmd.Dir = daemonDir
 		out, err := cmd.CombinedOutput()
 		if err != nil {

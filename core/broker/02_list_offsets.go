@@ -119,6 +119,10 @@ func listTimestampServed(ts int64, version int16) bool {
 // listOffset answers one partition. Offsets at or past the high watermark
 // are not visible and are answered as "none" (-1, -1).
 func (b *Broker) listOffset(p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	if p.log.Err() != nil { // its log directory is offline (logdir.go)
+		sp.ErrorCode = kerr.KafkaStorageError.Code
+		return
+	}
 	hw := p.highWatermark()
 	sp.LeaderEpoch = p.leaderEpoch.Load()
 	switch ts {

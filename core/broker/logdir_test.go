@@ -116,6 +116,15 @@ func TestFsyncFailureTakesLogDirOffline(t *testing.T) {
 			t.Errorf("produce to partition %d of the offline directory: %v, want KAFKA_STORAGE_ERROR", p, kerr.ErrorForCode(code))
 		}
 	}
+	lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo.Each(func(o kadm.ListedOffset) {
+		if !errors.Is(o.Err, kerr.KafkaStorageError) {
+			t.Errorf("ListOffsets of partition %d of the offline directory: %v, want KAFKA_STORAGE_ERROR", o.Partition, o.Err)
+		}
+	})
 	if err := b.Close(); !errors.Is(err, log.ErrStorage) {
 		t.Errorf("close of a broker whose log directory failed: %v, want the storage error", err)
 	}

@@ -218,7 +218,7 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	seg := l.active()
 	if l.shouldRoll(seg.meta, cfg, int64(len(records)), next-1, maxTs) {
 		if err := l.rollLocked(); err != nil {
-			return err
+			return l.fail("roll", err)
 		}
 		seg = l.active()
 	}

@@ -283,10 +283,13 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newStart int64, err error) {
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
 	l.mu.RLock()
-	closed, start, end, segs := l.closed, l.start, l.end, l.segs
+	closed, failed, start, end, segs := l.closed, l.failed, l.start, l.end, l.segs
 	l.mu.RUnlock()
 	if closed {
 		return 0, ErrClosed
+	}
+	if failed != nil {
+		return start, failed
 	}
 	if offset < 0 || offset > end {
 		return start, fmt.Errorf("%w: delete before %d, log end %d", ErrOffsetOutOfRange, offset, end)

@@ -163,7 +163,7 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 	if _, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "flush.messages", Value: kadm.StringPtr("1")}}, "durable"); err != nil {
 		t.Fatal(err)
 	}
-	leader := c.partitionMeta(1, "durable", 0).leader
+	leader := metadataLeader(ctx, t, cl, "durable")
 	lb := c.broker(leader)
 	only, err := kgo.NewClient(kgo.SeedBrokers(lb.Addr()))
 	if err != nil {
@@ -192,14 +192,10 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 	}
 	undo()
 	var next int32
+	survivors := c.client()
 	c.waitFor("another replica leads", func() bool {
-		for _, b := range c.brokers() {
-			if v := c.partitionMeta(b.cfg.NodeID, "durable", 0); v != nil && v.leader != leader && v.leader > 0 {
-				next = v.leader
-				return true
-			}
-		}
-		return false
+		next = metadataLeader(ctx, t, survivors, "durable")
+		return next > 0 && next != leader
 	})
 	cons := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"durable": {0: kgo.NewOffset().AtStart()}}))
 	if err := cons.ProduceSync(ctx, &kgo.Record{Topic: "durable", Value: []byte("after")}).FirstErr(); err != nil {
@@ -216,4 +212,18 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 	if len(got) != 2 || got[0] != "acked" || got[1] != "after" {
 		t.Fatalf("new leader %d serves %q, want [acked after]: the refused record must never be read", next, got)
 	}
+}
+
+// metadataLeader is the leader of topic/0 that Metadata reports, -1 if none.
+func metadataLeader(ctx context.Context, t *testing.T, cl *kgo.Client, topic string) int32 {
+	t.Helper()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return -1
+	}
+	p, ok := md.Topics[topic].Partitions[0]
+	if !ok || p.Err != nil {
+		return -1
+	}
+	return p.Leader
 }

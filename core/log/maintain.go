@@ -220,7 +220,15 @@ func (l *Log) ApplyRetention(now time.Time, hw int64) (deletedSegments int, err 
 		if err := l.Roll(); err != nil {
 			return 0, err
 		}
-		k++
+		// Appends may have run since end was read: the rolled segment goes
+		// only if it still ends at or below the high watermark.
+		l.mu.RLock()
+		cur := l.segs
+		l.mu.RUnlock()
+		if len(cur) == len(segs)+1 && cur[len(segs)].base <= hw {
+			end = cur[len(segs)].base
+			k++
+		}
 	}
 	if invariant.Enabled && k > 0 {
 		next := end // k == len(segs): the rolled active segment goes too

@@ -102,6 +102,7 @@ func (l *Log) publishLocked(end, next int64, cfg Config) error {
 		err := l.syncDataLocked()
 		l.flushMu.Unlock()
 		if err != nil {
+			l.unwriteLocked()
 			return err
 		}
 	}
@@ -229,6 +230,7 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	f := seg.file
 	seg.mu.Unlock()
 	pos := m.size
+	l.lastWrite = writtenAt{seg, pos}
 	if _, err := f.f.WriteAt(records, pos); err != nil {
 		f.f.Truncate(pos) // drop a partial write; readers never saw it
 		return l.fail("append", err)
@@ -240,6 +242,34 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	seg.meta = m
 	seg.mu.Unlock()
 	return nil
+}
+
+// writtenAt is where the last write of the appender started.
+type writtenAt struct {
+	seg *segment
+	pos int64
+}
+
+// unwriteLocked cuts the bytes of the last write, which was never
+// published because its fsync failed, so that a restart (recovery keeps
+// every whole batch the page cache still holds) does not bring back a
+// record the producer was told had failed. Best effort: the log is
+// offline and the disk may refuse this too.
+// REQUIRES: l.appendMu.
+func (l *Log) unwriteLocked() {
+	w := l.lastWrite
+	if w.seg == nil {
+		return
+	}
+	w.seg.mu.Lock()
+	f := w.seg.file
+	w.seg.mu.Unlock()
+	if f == nil {
+		return
+	}
+	if err := f.f.Truncate(w.pos); err != nil {
+		l.config().Logger.Warn("log: could not cut an unsynced append", "dir", l.dir, "segment", w.seg.base, "err", err)
+	}
 }
 
 // shouldRoll applies Kafka's roll rules to an append of n bytes whose last

@@ -206,13 +206,12 @@ func TestSyncFailureTakesLogOffline(t *testing.T) {
 	if l.config().OnStorageError == nil {
 		t.Error("SetConfig dropped OnStorageError")
 	}
-	// A restart recovers the acknowledged batches. (The refused one was
-	// written to the page cache; recovery may keep it, as Kafka's does:
-	// the producer was told it failed, not that it is absent.)
+	// A restart recovers exactly the acknowledged batches: the refused one
+	// was cut from the file, so recovery cannot bring it back.
 	l.Close()
 	l = openLog(t, dir, testConfig(nil))
-	if got := readAll(t, l); l.EndOffset() < before || !bytes.HasPrefix(got, m.bytesFrom(0)) {
-		t.Fatalf("after reopening: end %d, want the %d acknowledged offsets first", l.EndOffset(), before)
+	if l.EndOffset() != before || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatalf("after reopening: end %d, want %d with the acknowledged batches only", l.EndOffset(), before)
 	}
 }
 

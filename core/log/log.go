@@ -102,6 +102,7 @@ type Log struct {
 	epochs    epochCache    // leader-epoch cache; own locks, taken after all others
 	producers producerState // guarded by appendMu
 	prunedAt  int64         // log start offset producers were last pruned at; guarded by appendMu
+	lastWrite writtenAt     // where the last append's bytes start; guarded by appendMu
 
 	mu             sync.RWMutex
 	cfg            Config

@@ -25,9 +25,8 @@ func TestReplicationRetentionBelowHighWatermark(t *testing.T) {
 	c := startCluster(t, 3, map[string]string{
 		// The pause must not end the follower's session or ISR membership:
 		// only retention could then break replication.
-		"broker.session.timeout.ms":       "20000",
-		"replica.lag.time.max.ms":         "20000",
-		"log.retention.check.interval.ms": "1000",
+		"broker.session.timeout.ms": "20000",
+		"replica.lag.time.max.ms":   "20000",
 	})
 	const topic = "backfill"
 	createReplicated(t, c, topic, 1, 3, map[string]string{

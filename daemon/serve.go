@@ -124,9 +124,18 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		logger.Info("signal during startup, shutting down", "signal", sig.String())
 		return closeBroker(b, sigCh, logger)
 	}
-	sig := <-sigCh
-	logger.Info("shutting down", "signal", sig.String())
-	return closeBroker(b, sigCh, logger)
+	select {
+	case sig := <-sigCh:
+		logger.Info("shutting down", "signal", sig.String())
+		return closeBroker(b, sigCh, logger)
+	case <-b.Failed():
+		// As Kafka halts a broker whose log directories are all offline:
+		// closing ends the cluster session, so leadership moves at once.
+		logger.Error("log directory offline, stopping the broker; repair or replace the disk, then restart", "err", b.Err())
+		closeBroker(b, sigCh, logger)
+		fmt.Fprintln(stderr, "vltavad: stopped:", b.Err())
+		return 1
+	}
 }
 
 // closeBroker shuts the broker down cleanly; another signal meanwhile exits

@@ -79,6 +79,8 @@ type Broker struct {
 	clients     *clients.Registry
 	clientConns sync.Map // connection ID → *clients.Conn
 
+	dirs logDirState // the log directory's I/O failure (logdir.go)
+
 	ready   chan struct{}
 	stopCh  chan struct{}
 	wg      sync.WaitGroup
@@ -270,7 +272,9 @@ func (b *Broker) maintain() {
 			return
 		case now := <-t.C:
 			for _, p := range b.meta.Load().allPartitions() {
-				if err := p.log.Maintain(now); err != nil {
+				// Retention stays below the high watermark: followers may
+				// still need what is above it, whatever its timestamps.
+				if err := p.log.Maintain(now, p.highWatermark()); err != nil {
 					b.logger.Warn("broker: log maintenance", "partition", p.String(), "err", err)
 				}
 			}

@@ -115,7 +115,7 @@ func TestReadAfterIdleClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := timeAfter(10)
-	if err := l.Maintain(later); err != nil {
+	if err := l.Maintain(later, noHW); err != nil {
 		t.Fatal(err)
 	}
 	l.mu.RLock()
@@ -134,7 +134,7 @@ func TestReadAfterIdleClose(t *testing.T) {
 		t.Fatalf("%d segment files open after idle close, want 2", open)
 	}
 	s.Close()
-	if err := l.Maintain(later); err != nil {
+	if err := l.Maintain(later, noHW); err != nil {
 		t.Fatal(err)
 	}
 	if segs[0].file != nil {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,12 +18,14 @@ import (
 const (
 	// readBufSize is the reader's bufio size: small requests take one read.
 	readBufSize = 16 << 10
-	// growStep bounds the first allocation for a request payload: frames up
-	// to it are read into a buffer of their exact size (produce requests
-	// are often several MiB, and doubling from a smaller start cost a
-	// quarter of the broker's produce CPU in copies and zeroing). Larger
-	// frames start there and double as bytes arrive, so memory follows
-	// what the peer actually sent.
+	// firstChunk is the largest buffer a request payload starts with;
+	// larger frames grow it fourfold as their bytes arrive (readPayload),
+	// so memory follows what the peer actually sent, not what it
+	// announced. Fourfold rather than twofold keeps the copies of a grown
+	// frame under a third of its size.
+	firstChunk = 64 << 10
+	// growStep is the largest buffer recycled between requests
+	// (payload.go).
 	growStep = 8 << 20
 )
 
@@ -93,19 +94,25 @@ func (c *conn) serve() {
 	c.cancel()
 	wg.Wait()
 	c.close()
+	// Requests the processor never took (it stopped on an error) give
+	// their memory back.
+	for req := range c.reqs {
+		c.done(req)
+	}
 }
 
 // read decodes requests and queues them until an error.
 func (c *conn) read() {
 	br := bufio.NewReaderSize(c.nc, readBufSize)
 	for {
-		payload, err := c.readFrame(br)
+		payload, reserved, err := c.readFrame(br)
 		if err != nil {
 			c.logReadErr(err)
 			return
 		}
 		req, err := DecodeRequest(payload)
 		if err != nil {
+			c.s.pool.release(reserved)
 			if req != nil {
 				c.log.Warn("wire: closing connection: bad request",
 					"key", req.Key, "version", req.Version, "correlation_id", req.CorrelationID, "err", err)
@@ -116,14 +123,30 @@ func (c *conn) read() {
 		}
 		req.Conn = c.info
 		req.payload = payload
+		req.reserved = reserved
 		c.inflight.Add(1)
 		c.lastActive.Store(time.Now().UnixNano())
 		select {
 		case c.reqs <- req:
 		case <-c.ctx.Done():
+			c.done(req)
 			return
 		}
 	}
+}
+
+// done returns a request's memory to the pool once it has been handled or
+// dropped. Produce handlers keep nothing of the request once they return
+// (the records are copied into the log), so a produce payload is recycled
+// for the next request; any other payload is left to the garbage
+// collector, as its handler may keep references into it.
+func (c *conn) done(req *Request) {
+	if req.Key == 0 {
+		putPayload(req.payload)
+	}
+	req.payload = nil
+	c.s.pool.release(req.reserved)
+	req.reserved = 0
 }
 
 // logReadErr logs why reading stopped, quietly for ordinary closes.
@@ -140,25 +163,50 @@ func (c *conn) logReadErr(err error) {
 	}
 }
 
-// readFrame reads one request frame and returns its payload. The size is
-// checked before anything is allocated.
-func (c *conn) readFrame(br *bufio.Reader) ([]byte, error) {
+// readFrame reads one request frame and returns its payload and the bytes
+// reserved for it in the request pool, which the caller must release. The
+// size is checked, and the pool waited for, before anything is allocated.
+func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err error) {
 	c.readDeadline()
 	var sz [4]byte
 	if err := c.readFull(br, sz[:]); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n > c.s.cfg.MaxRequestBytes || n < minHeaderBytes {
-		return nil, fmt.Errorf("%w: %d bytes (max %d, min %d)", errFrameSize, n, c.s.cfg.MaxRequestBytes, minHeaderBytes)
+		return nil, 0, fmt.Errorf("%w: %d bytes (max %d, min %d)", errFrameSize, n, c.s.cfg.MaxRequestBytes, minHeaderBytes)
 	}
-	buf := getPayload(min(int(n), growStep))
-	for len(buf) < int(n) {
+	if err := c.s.pool.check(int64(n)); err != nil {
+		return nil, 0, err
+	}
+	// Backpressure: while the pool is spent this connection is not read.
+	if err := c.s.pool.acquire(c.ctx, int64(n)); err != nil {
+		return nil, 0, err
+	}
+	c.readDeadline() // the wait is not the peer's idleness
+	buf, err := readPayload(br, int(n), c.readFull)
+	if err != nil {
+		c.s.pool.release(int64(n))
+		return nil, 0, err
+	}
+	return buf, int64(n), nil
+}
+
+// readPayload reads n bytes with readFull into a buffer that starts at
+// most firstChunk long and grows fourfold as bytes arrive, so a peer that
+// announces a large frame and stalls holds little memory. Grown-out
+// buffers are recycled (payload.go).
+func readPayload(r io.Reader, n int, readFull func(io.Reader, []byte) error) ([]byte, error) {
+	buf := getPayload(min(n, firstChunk))
+	for len(buf) < n {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(int(n), 2*cap(buf))-len(buf))
+			grown := append(getPayload(min(n, 4*cap(buf))), buf...)
+			putPayload(buf)
+			buf = grown
 		}
-		end := min(cap(buf), int(n))
-		if err := c.readFull(br, buf[len(buf):end]); err != nil {
+		end := min(cap(buf), n)
+		if err := readFull(r, buf[len(buf):end]); err != nil {
+			putPayload(buf)
 			return nil, err
 		}
 		buf = buf[:end]
@@ -223,12 +271,7 @@ func (c *conn) readDeadline() {
 func (c *conn) process() {
 	for req := range c.reqs {
 		err := c.serveRequest(req)
-		if req.Key == 0 {
-			// Produce handlers keep nothing of the request once they
-			// return (the records are copied into the log), so its
-			// buffer can serve the next request.
-			putPayload(req.payload)
-		}
+		c.done(req)
 		if err != nil {
 			if c.ctx.Err() == nil {
 				c.log.Warn("wire: closing connection", "key", req.Key, "version", req.Version,

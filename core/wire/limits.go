@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -33,34 +31,6 @@ func DefaultMaxConnections() int {
 	}
 	n := rl.Cur / 2
 	return int(max(64, min(n, maxConnectionsCap)))
-}
-
-// ParseConnectionOverrides parses max.connections.per.ip.overrides:
-// comma-separated "IP:count" entries ("127.0.0.1:200,::1:50"); an IPv6
-// address is split at its last colon. Unlike Kafka, host names are not
-// accepted (the broker does no DNS lookups for this).
-func ParseConnectionOverrides(s string) (map[netip.Addr]int, error) {
-	out := map[netip.Addr]int{}
-	for _, e := range strings.Split(s, ",") {
-		if e = strings.TrimSpace(e); e == "" {
-			continue
-		}
-		i := strings.LastIndexByte(e, ':')
-		if i <= 0 {
-			return nil, fmt.Errorf("wire: max.connections.per.ip.overrides: entry %q: want IP:count", e)
-		}
-		host := strings.Trim(e[:i], "[]")
-		ip, err := netip.ParseAddr(host)
-		if err != nil {
-			return nil, fmt.Errorf("wire: max.connections.per.ip.overrides: entry %q: %q is not an IP address", e, host)
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(e[i+1:]))
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("wire: max.connections.per.ip.overrides: entry %q: count must be a non-negative integer", e)
-		}
-		out[ip.Unmap()] = n
-	}
-	return out, nil
 }
 
 // remoteIP is the address a connection counts against in

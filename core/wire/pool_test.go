@@ -1,0 +1,219 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceFrame is a produce request frame of about size bytes.
+func produceFrame(size int, corr int32) []byte {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 7
+	req.Acks = 1
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = make([]byte, size-100)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return frame(req, corr, "p")
+}
+
+// waitStats polls the server's stats until cond holds (5 s hang guard).
+func waitStats(t *testing.T, s *Server, what string, cond func(Stats) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond(s.Stats()) {
+			return
+		}
+	}
+	t.Fatalf("never %s; stats %+v", what, s.Stats())
+}
+
+// While the request pool is spent, a connection with a large frame waits
+// (no error, nothing read), a small request of another client is still
+// served, and the waiting frame is read and handled as soon as memory is
+// returned.
+func TestPoolBackpressureResumes(t *testing.T) {
+	const mib = 1 << 20
+	release := make(chan struct{})
+	var produced atomic.Int32
+	inner := &apiHandler{}
+	h := handlerFunc(func(ctx context.Context, req *Request) (*Response, error) {
+		p, ok := req.Body.(*kmsg.ProduceRequest)
+		if !ok {
+			return inner.Handle(ctx, req)
+		}
+		if produced.Add(1) == 1 {
+			<-release // the first produce holds its memory
+		}
+		resp := p.ResponseKind().(*kmsg.ProduceResponse)
+		return &Response{Msg: resp}, nil
+	})
+	// Pool of 3 MiB, frames up to 2 MiB: large frames may hold 2.25 MiB
+	// together, so two 2 MiB frames cannot be in memory at once.
+	s, addr, _ := startServer(t, Config{MaxRequestBytes: 2 * mib, QueuedMaxRequestBytes: 3 * mib}, h)
+
+	a := dial(t, addr)
+	if _, err := a.Write(produceFrame(2*mib, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, s, "handling the first frame", func(st Stats) bool { return produced.Load() == 1 })
+
+	b := dial(t, addr)
+	go b.Write(produceFrame(2*mib, 2)) // may block: the server is not reading b
+	waitStats(t, s, "waiting for request memory", func(st Stats) bool { return st.RequestWaiters == 1 })
+
+	// Another client's small request still goes through.
+	c := dial(t, addr)
+	if _, err := c.Write(frame(metadataRequest(9, "x"), 7, "c")); err != nil {
+		t.Fatal(err)
+	}
+	var md kmsg.MetadataResponse
+	md.Version = 9
+	if corr := decodeResponse(t, readResponse(t, c), &md, true); corr != 7 {
+		t.Fatalf("metadata correlation id %d", corr)
+	}
+	// The waiting frame is not handled while the pool is spent.
+	time.Sleep(100 * time.Millisecond)
+	if n := produced.Load(); n != 1 {
+		t.Fatalf("%d produce requests handled while the pool was spent, want 1", n)
+	}
+	if st := s.Stats(); st.RequestBytes != int64(len(produceFrame(2*mib, 1))-4) || st.RequestWaiters != 1 {
+		t.Fatalf("stats %+v: want the first frame reserved and one waiter", st)
+	}
+
+	close(release)
+	for i, conn := range []net.Conn{a, b} {
+		var pr kmsg.ProduceResponse
+		pr.Version = 7
+		if corr := decodeResponse(t, readResponse(t, conn), &pr, false); corr != int32(i+1) {
+			t.Fatalf("produce %d: correlation id %d", i+1, corr)
+		}
+	}
+	waitStats(t, s, "returning all request memory", func(st Stats) bool { return st.RequestBytes == 0 && st.RequestWaiters == 0 })
+}
+
+// A frame larger than the pool could ever hold is refused with a log line
+// and a clean close, not waited for.
+func TestFrameLargerThanPoolRefused(t *testing.T) {
+	const mib = 1 << 20
+	s, addr, logs := startServer(t, Config{MaxRequestBytes: 4 * mib, QueuedMaxRequestBytes: 2 * mib}, &apiHandler{})
+	c := dial(t, addr)
+	if _, err := c.Write(produceFrame(3*mib, 1)[:64<<10]); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+	logs.waitFor(t, "more than the request memory pool admits")
+	if st := s.Stats(); st.RequestBytes != 0 || st.RequestWaiters != 0 {
+		t.Fatalf("stats %+v after refusing", st)
+	}
+}
+
+// The pool's admission rules, without sockets: small frames may use the
+// reserve and pass waiting large frames; large frames are admitted in
+// arrival order; a waiter whose context ends leaves nothing reserved.
+func TestRequestPoolOrder(t *testing.T) {
+	const mib = 1 << 20
+	p := newRequestPool(8*mib, 4*mib) // reserve 2 MiB: large frames share 6 MiB
+	ctx := context.Background()
+	if err := p.check(6*mib + 1); err == nil {
+		t.Fatal("a large frame over pool minus reserve was accepted")
+	}
+	if err := p.check(6 * mib); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire := func(n int64) {
+		t.Helper()
+		if err := p.acquire(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAcquire(5 * mib) // large, 5 of 6
+	// Large waiters, in order: 3 MiB then 1.5 MiB.
+	wait := func(n int64) <-chan error {
+		ch := make(chan error, 1)
+		before := p.stats().waiting
+		go func() { ch <- p.acquire(ctx, n) }()
+		for p.stats().waiting == before {
+			time.Sleep(time.Millisecond)
+		}
+		return ch
+	}
+	big := wait(3 * mib)
+	second := wait(mib + mib/2)
+	// A small frame fits in the reserve although large frames wait.
+	mustAcquire(mib)
+	mustAcquire(mib)
+	if got := p.stats(); got.used != 7*mib || got.waiting != 2 {
+		t.Fatalf("stats %+v", got)
+	}
+	// Freeing 1 MiB of small frames would fit the second large waiter
+	// (5+1+1.5 <= 8 but large frames may only hold 6): nothing moves.
+	p.release(mib)
+	select {
+	case <-second:
+		t.Fatal("second large waiter admitted ahead of the first")
+	case <-time.After(20 * time.Millisecond):
+	}
+	p.release(5 * mib) // used 1 MiB: the first large waiter (3) goes, then the second (1.5)
+	for _, ch := range []<-chan error{big, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.stats(); got.used != mib+3*mib+mib+mib/2 || got.waiting != 0 {
+		t.Fatalf("stats %+v", got)
+	}
+	// A waiter that gives up reserves nothing.
+	cctx, cancel := context.WithCancel(ctx)
+	ch := make(chan error, 1)
+	go func() { ch <- p.acquire(cctx, 4*mib) }()
+	for p.stats().waiting == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-ch; !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire after cancel: %v", err)
+	}
+	p.release(mib + 3*mib + mib + mib/2)
+	if got := p.stats(); got.used != 0 || got.waiting != 0 {
+		t.Fatalf("stats %+v after releasing everything", got)
+	}
+}
+
+// A payload's buffer grows with the bytes that arrived, not with the
+// size announced: a peer that announces 64 MiB and sends 300 KiB never
+// gets a buffer of more than four times that.
+func TestReadPayloadGrowsWithArrival(t *testing.T) {
+	const sent = 300 << 10
+	var largest int
+	got := 0
+	readFull := func(_ io.Reader, p []byte) error {
+		largest = max(largest, got+len(p))
+		if got+len(p) > sent {
+			return io.ErrUnexpectedEOF
+		}
+		got += len(p)
+		return nil
+	}
+	if _, err := readPayload(nil, 64<<20, readFull); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("readPayload: %v", err)
+	}
+	if largest > 4*sent+firstChunk {
+		t.Fatalf("buffer grew to %d bytes for %d bytes received", largest, sent)
+	}
+	// And a complete frame reads whole.
+	got = 0
+	buf, err := readPayload(nil, sent, readFull)
+	if err != nil || len(buf) != sent {
+		t.Fatalf("readPayload of a whole frame: %d bytes, %v", len(buf), err)
+	}
+}

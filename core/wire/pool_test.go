@@ -12,20 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// produceFrame is a produce request frame of about size bytes.
-func produceFrame(size int, corr int32) []byte {
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = 7
-	req.Acks = 1
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = make([]byte, size-100)
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return frame(req, corr, "p")
-}
-
 // waitStats polls the server's stats until cond holds (5 s hang guard).
 func waitStats(t *testing.T, s *Server, what string, cond func(Stats) bool) {
 	t.Helper()

@@ -38,7 +38,10 @@ func TestPoolBackpressureResumes(t *testing.T) {
 			return inner.Handle(ctx, req)
 		}
 		if produced.Add(1) == 1 {
-			<-release // the first produce holds its memory
+			select { // the first produce holds its memory
+			case <-release:
+			case <-ctx.Done(): // the test failed: let Close finish
+			}
 		}
 		resp := p.ResponseKind().(*kmsg.ProduceResponse)
 		return &Response{Msg: resp}, nil
@@ -202,4 +205,40 @@ func TestReadPayloadGrowsWithArrival(t *testing.T) {
 	if err != nil || len(buf) != sent {
 		t.Fatalf("readPayload of a whole frame: %d bytes, %v", len(buf), err)
 	}
+}
+
+// A client that pipelines requests and closes its connection while the
+// first is being handled leaves nothing reserved once the handler returns:
+// the request being handled, the one queued behind it and the one being
+// read all give their memory back.
+func TestPoolReleasedOnClose(t *testing.T) {
+	const kib = 1 << 10
+	release := make(chan struct{})
+	started := make(chan struct{}, 4)
+	h := handlerFunc(func(ctx context.Context, req *Request) (*Response, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done(): // the test failed: let Close finish
+		}
+		return &Response{Msg: req.Body.(*kmsg.ProduceRequest).ResponseKind()}, nil
+	})
+	s, addr, _ := startServer(t, Config{}, h)
+	c := dial(t, addr)
+	var all []byte
+	for i := range 3 {
+		all = append(all, produceFrame(300*kib, int32(i))...)
+	}
+	three := int64(len(all) - 3*4)
+	all = append(all, produceFrame(300*kib, 9)[:100*kib]...) // a fourth, cut short
+	if _, err := c.Write(all); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	waitStats(t, s, "reserving three frames", func(st Stats) bool { return st.RequestBytes == three })
+	c.Close()
+	close(release)
+	waitStats(t, s, "returning every reservation", func(st Stats) bool {
+		return st.Conns == 0 && st.RequestBytes == 0 && st.RequestWaiters == 0
+	})
 }

@@ -156,6 +156,8 @@ func (c *conn) logReadErr(err error) {
 		c.log.Debug("wire: connection closed", "err", err)
 	case errors.Is(err, errFrameSize):
 		c.log.Warn("wire: closing connection: request frame refused", "err", err)
+	case errors.Is(err, errPeerGone):
+		c.log.Debug("wire: connection closed", "err", err)
 	case errors.Is(err, errIdle):
 		c.log.Info("wire: closing idle connection", "idle", c.s.cfg.IdleTimeout)
 	default:
@@ -180,7 +182,11 @@ func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err 
 		return nil, 0, err
 	}
 	// Backpressure: while the pool is spent this connection is not read.
-	if err := c.s.pool.acquire(c.ctx, int64(n)); err != nil {
+	// A peer that leaves before sending the whole frame is noticed, so it
+	// does not keep its connection (and its place under max.connections)
+	// until memory frees; a frame already complete in br is still served.
+	gone := func() bool { return br.Buffered() < int(n) && peerGone(c.nc) }
+	if err := c.s.pool.acquire(c.ctx, int64(n), gone); err != nil {
 		return nil, 0, err
 	}
 	c.readDeadline() // the wait is not the peer's idleness

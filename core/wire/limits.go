@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -25,12 +24,11 @@ const maxConnectionsCap = 65536
 // unlimited; Go raises the soft limit to the hard limit at startup on
 // Linux, so this follows `ulimit -Hn`.
 func DefaultMaxConnections() int {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+	limit, ok := openFileLimit()
+	if !ok || limit == 0 {
 		return 1024
 	}
-	n := rl.Cur / 2
-	return int(max(64, min(n, maxConnectionsCap)))
+	return int(max(64, min(limit/2, maxConnectionsCap)))
 }
 
 // remoteIP is the address a connection counts against in

@@ -211,3 +211,16 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
+
+// The default max.connections is half the open-file limit, within
+// [64, 65536].
+func TestDefaultMaxConnections(t *testing.T) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Skip(err)
+	}
+	want := int(max(64, min(rl.Cur/2, 65536)))
+	if got := DefaultMaxConnections(); got != want {
+		t.Fatalf("DefaultMaxConnections() = %d with RLIMIT_NOFILE %d, want %d", got, rl.Cur, want)
+	}
+}

@@ -2,8 +2,10 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/vltava/vltava/core/invariant"
 )
@@ -103,10 +105,19 @@ func (p *requestPool) fitsLocked(n int64) bool {
 	return p.used+n <= p.limit(n)
 }
 
+// errPeerGone reports that a connection's peer went away while its reader
+// waited for request memory.
+var errPeerGone = errors.New("wire: peer closed the connection while it waited for request memory")
+
+// peerCheckInterval is how often a waiting reader checks that its peer is
+// still there.
+const peerCheckInterval = time.Second
+
 // acquire reserves n bytes, waiting while they do not fit. It fails only
-// when ctx ends first (nothing is then reserved). The caller has checked n
-// with check.
-func (p *requestPool) acquire(ctx context.Context, n int64) error {
+// when ctx ends first, or, if gone is not nil, when gone reports true in
+// one of its checks every peerCheckInterval (errPeerGone); nothing is then
+// reserved. The caller has checked n with check.
+func (p *requestPool) acquire(ctx context.Context, n int64, gone func() bool) error {
 	if p == nil {
 		return nil
 	}
@@ -122,17 +133,31 @@ func (p *requestPool) acquire(ctx context.Context, n int64) error {
 	p.waiters = append(p.waiters, w)
 	p.mu.Unlock()
 
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
+	var tick <-chan time.Time
+	if gone != nil {
+		t := time.NewTicker(peerCheckInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var err error
+	for err == nil {
+		select {
+		case <-w.ready:
+			return nil
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-tick:
+			if gone() {
+				err = errPeerGone
+			}
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w.granted {
-		// Granted while ctx ended: give the bytes back.
+		// Granted as the wait ended: give the bytes back.
 		p.releaseLocked(n)
-		return ctx.Err()
+		return err
 	}
 	for i, x := range p.waiters {
 		if x == w {
@@ -142,7 +167,7 @@ func (p *requestPool) acquire(ctx context.Context, n int64) error {
 	}
 	// Leaving may unblock large waiters that were queued behind w.
 	p.grantLocked()
-	return ctx.Err()
+	return err
 }
 
 // largeWaitingLocked reports whether a large frame is waiting.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func TestRequestPoolOrder(t *testing.T) {
 	}
 	mustAcquire := func(n int64) {
 		t.Helper()
-		if err := p.acquire(ctx, n); err != nil {
+		if err := p.acquire(ctx, n, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +131,7 @@ func TestRequestPoolOrder(t *testing.T) {
 	wait := func(n int64) <-chan error {
 		ch := make(chan error, 1)
 		before := p.stats().waiting
-		go func() { ch <- p.acquire(ctx, n) }()
+		go func() { ch <- p.acquire(ctx, n, nil) }()
 		for p.stats().waiting == before {
 			time.Sleep(time.Millisecond)
 		}
@@ -164,7 +165,7 @@ func TestRequestPoolOrder(t *testing.T) {
 	// A waiter that gives up reserves nothing.
 	cctx, cancel := context.WithCancel(ctx)
 	ch := make(chan error, 1)
-	go func() { ch <- p.acquire(cctx, 4*mib) }()
+	go func() { ch <- p.acquire(cctx, 4*mib, nil) }()
 	for p.stats().waiting == 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -241,4 +242,60 @@ func TestPoolReleasedOnClose(t *testing.T) {
 	waitStats(t, s, "returning every reservation", func(st Stats) bool {
 		return st.Conns == 0 && st.RequestBytes == 0 && st.RequestWaiters == 0
 	})
+}
+
+// A connection waiting for request memory whose peer leaves before sending
+// its whole frame is closed within a few seconds, freeing its place under
+// max.connections; one whose frame arrived whole before the peer closed
+// (an acks=0 producer that writes and leaves) is still served once memory
+// frees.
+func TestWaitingPeerLeaves(t *testing.T) {
+	const mib = 1 << 20
+	release := make(chan struct{})
+	handled := make(chan int32, 8)
+	h := handlerFunc(func(ctx context.Context, req *Request) (*Response, error) {
+		handled <- req.CorrelationID
+		if req.CorrelationID == 1 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil, nil
+	})
+	s, addr, _ := startServer(t, Config{MaxRequestBytes: mib, QueuedMaxRequestBytes: mib}, h)
+	a := dial(t, addr)
+	if _, err := a.Write(produceFrame(mib, 1)); err != nil { // holds (almost) the whole pool
+		t.Fatal(err)
+	}
+	if id := <-handled; id != 1 {
+		t.Fatalf("handled %d first", id)
+	}
+	// b announces a frame, sends part of it and leaves; c sends a whole
+	// small frame and leaves.
+	b := dial(t, addr)
+	if _, err := b.Write(produceFrame(64<<10, 2)[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	// (Larger than what the pool has left next to a's frame.)
+	if _, err := c.Write(frame(metadataRequest(9, strings.Repeat("x", 1000)), 3, "c")); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, s, "two connections waiting", func(st Stats) bool { return st.RequestWaiters == 2 })
+	b.Close()
+	c.Close()
+	waitStats(t, s, "dropping the connection whose frame will never complete", func(st Stats) bool {
+		return st.Conns == 2 && st.RequestWaiters == 1
+	})
+	close(release)
+	select {
+	case id := <-handled:
+		if id != 3 {
+			t.Fatalf("handled %d, want the whole frame of the closed connection (3)", id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the whole frame of a closed connection was dropped")
+	}
+	waitStats(t, s, "returning all request memory", func(st Stats) bool { return st.RequestBytes == 0 && st.RequestWaiters == 0 })
 }

@@ -58,7 +58,12 @@
 // While a frame does not fit, its reader waits before reading the body:
 // the connection is not read, TCP pushes back on the client, nothing is
 // refused, and reading resumes as soon as memory is returned. A frame the
-// pool could never admit is refused with a log line and a close.
+// pool could never admit is refused with a log line and a close. On Linux
+// a waiting reader checks every second, without reading, whether its peer
+// has closed before sending the whole frame, and if so closes the
+// connection, so peers that announce frames and leave do not hold
+// connections (and places under max.connections) until memory frees; a
+// frame that arrived whole before the peer closed is still served.
 //
 // A frame reserves its whole announced size at once, as Kafka's pool
 // does. Reserving only as bytes arrive would let readers that each hold

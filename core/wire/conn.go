@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 const (
@@ -166,7 +168,8 @@ func (c *conn) logReadErr(err error) {
 }
 
 // readFrame reads one request frame and returns its payload and the bytes
-// reserved for it in the request pool, which the caller must release. The
+// reserved for it in the request pool (its buffer's capacity), which the
+// caller must release. The
 // size is checked, and the pool waited for, before anything is allocated.
 func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err error) {
 	c.readDeadline()
@@ -178,7 +181,9 @@ func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err 
 	if n > c.s.cfg.MaxRequestBytes || n < minHeaderBytes {
 		return nil, 0, fmt.Errorf("%w: %d bytes (max %d, min %d)", errFrameSize, n, c.s.cfg.MaxRequestBytes, minHeaderBytes)
 	}
-	if err := c.s.pool.check(int64(n)); err != nil {
+	// The frame is charged the size of the buffer it will end in.
+	charge := int64(payloadCap(int(n)))
+	if err := c.s.pool.check(charge); err != nil {
 		return nil, 0, err
 	}
 	// Backpressure: while the pool is spent this connection is not read.
@@ -186,16 +191,20 @@ func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err 
 	// does not keep its connection (and its place under max.connections)
 	// until memory frees; a frame already complete in br is still served.
 	gone := func() bool { return br.Buffered() < int(n) && peerGone(c.nc) }
-	if err := c.s.pool.acquire(c.ctx, int64(n), gone); err != nil {
+	if err := c.s.pool.acquire(c.ctx, charge, gone); err != nil {
 		return nil, 0, err
 	}
 	c.readDeadline() // the wait is not the peer's idleness
 	buf, err := readPayload(br, int(n), c.readFull)
 	if err != nil {
-		c.s.pool.release(int64(n))
+		c.s.pool.release(charge)
 		return nil, 0, err
 	}
-	return buf, int64(n), nil
+	// INVARIANT: a payload never outgrows what it is charged.
+	if invariant.Enabled {
+		invariant.Check(int64(cap(buf)) <= charge, "wire: payload of %d bytes in a buffer of %d, charged %d", n, cap(buf), charge)
+	}
+	return buf, charge, nil
 }
 
 // readPayload reads n bytes with readFull into a buffer that starts at

@@ -48,9 +48,11 @@
 // Config.QueuedMaxRequestBytes (queued.max.request.bytes, default 256 MiB;
 // Kafka's default is unlimited) bounds the request frames held by the
 // whole server. After reading a frame's 4-byte size, the reader reserves
-// that many bytes from the pool; the reservation is returned when the
-// request has been handled and its response written, or when it is
-// dropped because the connection closed. Produce payloads are recycled
+// from the pool the size of the buffer the frame will end in (its size,
+// rounded up to a power of two from 64 KiB to 8 MiB, where buffers are
+// recycled). The reservation is returned when the request has been
+// handled and its response written, or when it is dropped because the
+// connection closed. Produce payloads are recycled
 // only at that point, once the handler (and with acks=all, the wait for
 // the ISR) has returned, since record batches are stamped in place and
 // appended from the request's buffer.
@@ -65,14 +67,15 @@
 // connections (and places under max.connections) until memory frees; a
 // frame that arrived whole before the peer closed is still served.
 //
-// A frame reserves its whole announced size at once, as Kafka's pool
+// A frame reserves for its whole announced size at once, as Kafka's pool
 // does. Reserving only as bytes arrive would let readers that each hold
 // part of a frame wait for one another forever (four 100 MiB frames
 // arriving together into 256 MiB). What the reservation does not do is
 // allocate: the payload buffer starts at most 64 KiB long and grows
 // fourfold as bytes arrive, so a peer that announces 100 MiB and sends
-// 40 KiB costs 64 KiB of memory, and the memory in use is at most the
-// bytes reserved.
+// 40 KiB costs 64 KiB of memory, and the payload memory in use is at
+// most the bytes reserved (plus, briefly, the smaller buffer being copied
+// out of, and what the garbage collector has not yet reclaimed).
 //
 // The pool keeps its last quarter (less if that would leave no room for a
 // frame of MaxRequestBytes) for frames of at most 1 MiB: metadata,

@@ -81,7 +81,7 @@ func TestFuzzSeedsDecode(t *testing.T) {
 // FuzzFrameReader feeds an arbitrary byte stream to a connection's frame
 // reader with a small request pool: it must never panic or block, every
 // frame it returns must be exactly the size announced and hold exactly
-// that much of the pool, a frame the pool cannot admit or a truncated one
+// its buffer's size of the pool, a frame the pool cannot admit or a truncated one
 // must end reading with nothing left reserved, and decoding what it
 // returns fails only with ErrMalformed.
 func FuzzFrameReader(f *testing.F) {
@@ -112,8 +112,11 @@ func FuzzFrameReader(f *testing.F) {
 				return
 			}
 			want := int(binary.BigEndian.Uint32(rest))
-			if len(payload) != want || !bytes.Equal(payload, rest[4:4+want]) || reserved != int64(want) {
+			if len(payload) != want || !bytes.Equal(payload, rest[4:4+want]) || reserved != int64(payloadCap(want)) {
 				t.Fatalf("frame of %d bytes, %d reserved; announced %d", len(payload), reserved, want)
+			}
+			if int64(cap(payload)) > reserved {
+				t.Fatalf("payload buffer of %d bytes, %d reserved", cap(payload), reserved)
 			}
 			rest = rest[4+want:]
 			if st := s.pool.stats(); st.used != reserved {

@@ -76,7 +76,7 @@ func TestPoolBackpressureResumes(t *testing.T) {
 	if n := produced.Load(); n != 1 {
 		t.Fatalf("%d produce requests handled while the pool was spent, want 1", n)
 	}
-	if st := s.Stats(); st.RequestBytes != int64(len(produceFrame(2*mib, 1))-4) || st.RequestWaiters != 1 {
+	if st := s.Stats(); st.RequestBytes != int64(payloadCap(len(produceFrame(2*mib, 1))-4)) || st.RequestWaiters != 1 {
 		t.Fatalf("stats %+v: want the first frame reserved and one waiter", st)
 	}
 
@@ -230,7 +230,7 @@ func TestPoolReleasedOnClose(t *testing.T) {
 	for i := range 3 {
 		all = append(all, produceFrame(300*kib, int32(i))...)
 	}
-	three := int64(len(all) - 3*4)
+	three := 3 * int64(payloadCap(len(all)/3-4))             // charged by buffer size
 	all = append(all, produceFrame(300*kib, 9)[:100*kib]...) // a fourth, cut short
 	if _, err := c.Write(all); err != nil {
 		t.Fatal(err)

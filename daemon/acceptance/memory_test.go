@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // rssBytes reads VmRSS of process pid from /proc.
@@ -194,4 +195,38 @@ func TestRequestMemoryBounded(t *testing.T) {
 	if !d.Running() {
 		t.Fatalf("broker exited; log:\n%s", d.Log())
 	}
+}
+
+// max.connections.per.ip and its overrides, set in the config file, reach
+// the listener: an address over its limit has its new connections closed
+// at once with a log line, and the broker serves everyone else.
+func TestConnectionLimitsConfigured(t *testing.T) {
+	d := startDaemon(t, map[string]string{
+		"max.connections.per.ip":           "50",
+		"max.connections.per.ip.overrides": `"127.0.0.2:2"`,
+	})
+	addr := d.Addr()
+	from := func(src string) net.Conn {
+		dl := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+		c, err := dl.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	for range 2 {
+		c := from("127.0.0.2")
+		if resp := roundTrip(t, c, kmsg.NewPtrApiVersionsRequest(), 1); resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
+			t.Fatalf("ApiVersions: error %d", resp.(*kmsg.ApiVersionsResponse).ErrorCode)
+		}
+	}
+	expectClosed(t, from("127.0.0.2"))
+	if !waitFor(5*time.Second, func() bool {
+		return strings.Contains(d.Log(), "max.connections.per.ip (2) reached for 127.0.0.2")
+	}) {
+		t.Fatalf("no log line for the refused connection; log:\n%s", d.Log())
+	}
+	createTopic(t, newAdmin(t, addr), "limits", 1, nil)
+	produceSync(t, newClient(t, addr), &kgo.Record{Topic: "limits", Value: []byte("served")})
 }

@@ -50,22 +50,29 @@ type conn struct {
 	// inflight counts requests decoded and not yet answered; while it is
 	// positive the read side is not idle.
 	inflight atomic.Int32
-	// lastActive is when (UnixNano) a request last arrived or a response
-	// was last written; idleness is measured from it.
+	// lastActive is when (UnixNano) the connection was accepted, a request
+	// last arrived or a response was last written; idleness is measured
+	// from it.
 	lastActive atomic.Int64
 	w          *writer
+	// bodyStart and bodyDeadline are set, by the reader only, while it
+	// reads a frame body that holds request memory: past bodyDeadline the
+	// frame is stalled (see checkStalled). Zero otherwise.
+	bodyStart, bodyDeadline time.Time
 
 	closeOnce sync.Once
 }
 
 func newConn(s *Server, nc net.Conn, info *ConnInfo) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{
+	c := &conn{
 		s: s, nc: nc, info: info, ctx: ctx, cancel: cancel,
 		log:  s.log.With("conn", info.ID, "remote", info.Remote.String(), "listener", info.Listener),
 		reqs: make(chan *Request, 1),
 		w:    newWriter(nc, s.cfg.ZeroCopy, s.cfg.IdleTimeout, &s.stats),
 	}
+	c.lastActive.Store(time.Now().UnixNano()) // idleness counts from the accept
+	return c
 }
 
 // close cancels the connection's context and closes the socket; safe to
@@ -158,6 +165,8 @@ func (c *conn) logReadErr(err error) {
 		c.log.Debug("wire: connection closed", "err", err)
 	case errors.Is(err, errFrameSize):
 		c.log.Warn("wire: closing connection: request frame refused", "err", err)
+	case errors.Is(err, errStalled):
+		c.log.Warn("wire: closing connection", "err", err)
 	case errors.Is(err, errPeerGone):
 		c.log.Debug("wire: connection closed", "err", err)
 	case errors.Is(err, errIdle):
@@ -194,8 +203,13 @@ func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err 
 	if err := c.s.pool.acquire(c.ctx, charge, gone); err != nil {
 		return nil, 0, err
 	}
+	if d := c.s.cfg.StalledFrameTimeout; d > 0 && c.s.pool != nil {
+		c.bodyStart = time.Now()
+		c.bodyDeadline = c.bodyStart.Add(d)
+	}
 	c.readDeadline() // the wait is not the peer's idleness
 	buf, err := readPayload(br, int(n), c.readFull)
+	c.bodyStart, c.bodyDeadline = time.Time{}, time.Time{}
 	if err != nil {
 		c.s.pool.release(charge)
 		return nil, 0, err
@@ -245,6 +259,9 @@ func (c *conn) readFull(r io.Reader, p []byte) error {
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
+			if err := c.checkStalled(); err != nil {
+				return err
+			}
 			if !c.extendIdle() {
 				return errIdle
 			}
@@ -257,27 +274,67 @@ func (c *conn) readFull(r io.Reader, p []byte) error {
 	return nil
 }
 
+// errStalled reports a frame body that stopped arriving while holding
+// request memory others wait for.
+var errStalled = errors.New("wire: request frame stalled")
+
+// stallRecheck is how often a frame past its StalledFrameTimeout checks
+// whether others now wait for request memory.
+const stallRecheck = time.Second
+
+// checkStalled fails if the frame being read is past its
+// StalledFrameTimeout while other connections wait for request memory;
+// past the timeout without waiters it checks again every stallRecheck.
+func (c *conn) checkStalled() error {
+	now := time.Now()
+	if c.bodyDeadline.IsZero() || now.Before(c.bodyDeadline) {
+		return nil
+	}
+	if w := c.s.pool.stats().waiting; w > 0 {
+		return fmt.Errorf("%w: not complete %v after its memory was reserved, while %d connections wait for request memory",
+			errStalled, now.Sub(c.bodyStart).Round(time.Millisecond), w)
+	}
+	c.bodyDeadline = now.Add(stallRecheck)
+	return nil
+}
+
 // extendIdle reports whether a read timeout is not idleness (a request is
-// in progress, or activity happened less than IdleTimeout ago) and if so
-// re-arms the read deadline.
+// in progress, or activity happened less than IdleTimeout ago, or there
+// is no idle timeout: the timeout was a stall check) and if so re-arms the
+// read deadline.
 func (c *conn) extendIdle() bool {
 	idle := c.s.cfg.IdleTimeout
-	if c.inflight.Load() > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(idle))
-		return true
+	switch {
+	case idle <= 0:
+		c.setReadDeadline(time.Time{})
+	case c.inflight.Load() > 0:
+		c.setReadDeadline(time.Now().Add(idle))
+	default:
+		last := time.Unix(0, c.lastActive.Load())
+		if time.Since(last) >= idle {
+			return false
+		}
+		c.setReadDeadline(last.Add(idle))
 	}
-	if last := time.Unix(0, c.lastActive.Load()); time.Since(last) < idle {
-		_ = c.nc.SetReadDeadline(last.Add(idle))
-		return true
-	}
-	return false
+	return true
 }
 
 // readDeadline arms the idle timeout for the next read.
 func (c *conn) readDeadline() {
 	if d := c.s.cfg.IdleTimeout; d > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		c.setReadDeadline(time.Now().Add(d))
+	} else if !c.bodyDeadline.IsZero() {
+		c.setReadDeadline(time.Time{})
 	}
+}
+
+// setReadDeadline sets the socket's read deadline to t (zero: none), or
+// to the frame body's stall deadline if that comes first.
+func (c *conn) setReadDeadline(t time.Time) {
+	if !c.bodyDeadline.IsZero() && (t.IsZero() || c.bodyDeadline.Before(t)) {
+		t = c.bodyDeadline
+	}
+	_ = c.nc.SetReadDeadline(t)
 }
 
 // process handles queued requests one at a time and writes their

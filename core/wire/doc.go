@@ -85,10 +85,17 @@
 // they fit, ahead of waiting large ones; large frames are admitted in
 // arrival order, so a stream of them cannot starve the first.
 //
-// A peer that stalls in the middle of a frame keeps its reservation until
-// connections.max.idle.ms closes it (as in Kafka); enough such peers with
-// small frames can fill the pool for that long. max.connections.per.ip
-// bounds how many one address can open.
+// A peer that stalls in the middle of a frame would keep its reservation
+// until connections.max.idle.ms closes it (as in Kafka), so a few dozen
+// such peers could hold the whole pool and stop every client for ten
+// minutes. Config.StalledFrameTimeout (30 s, Kafka clients' default
+// request.timeout.ms, after which the client has given up on the request
+// anyway) bounds that: a frame whose body has not fully arrived that long
+// after its memory was reserved is closed, with a log line, if other
+// connections are waiting for request memory at that moment (checked
+// again every second after the timeout). Without contention a slow frame
+// is left alone. It has no Kafka config key. max.connections.per.ip
+// bounds how many connections one address can use for this.
 //
 // # Connection limits
 //

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -97,7 +98,11 @@ func FuzzFrameReader(f *testing.F) {
 			MaxConnections:        -1,
 			Logger:                slog.New(slog.DiscardHandler),
 		}, nil)
-		c := &conn{s: s, ctx: context.Background(), log: s.log}
+		// The frames come from stream; the socket only takes deadlines.
+		nc, peer := net.Pipe()
+		defer nc.Close()
+		defer peer.Close()
+		c := &conn{s: s, nc: nc, ctx: context.Background(), log: s.log}
 		br := bufio.NewReader(bytes.NewReader(stream))
 		rest := stream
 		for {

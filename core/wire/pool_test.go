@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -298,4 +299,48 @@ func TestWaitingPeerLeaves(t *testing.T) {
 		t.Fatal("the whole frame of a closed connection was dropped")
 	}
 	waitStats(t, s, "returning all request memory", func(st Stats) bool { return st.RequestBytes == 0 && st.RequestWaiters == 0 })
+}
+
+// A frame whose body stops arriving keeps its memory while nobody else
+// needs it; once another connection waits for request memory and the
+// frame is past StalledFrameTimeout, its connection is closed (log line)
+// and the waiting frame is served.
+func TestStalledFrameClosedUnderContention(t *testing.T) {
+	for _, idle := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("idle=%v", idle), func(t *testing.T) { testStalledFrame(t, idle) })
+	}
+}
+
+func testStalledFrame(t *testing.T, idle time.Duration) {
+	const mib = 1 << 20
+	handled := make(chan int32, 4)
+	h := handlerFunc(func(ctx context.Context, req *Request) (*Response, error) {
+		handled <- req.CorrelationID
+		return nil, nil
+	})
+	s, addr, logs := startServer(t, Config{
+		MaxRequestBytes: 2 * mib, QueuedMaxRequestBytes: 3 * mib,
+		StalledFrameTimeout: 300 * time.Millisecond, IdleTimeout: idle,
+	}, h)
+	a := dial(t, addr)
+	if _, err := a.Write(produceFrame(2*mib, 1)[:100<<10]); err != nil { // then stalls
+		t.Fatal(err)
+	}
+	waitStats(t, s, "reserving the stalled frame", func(st Stats) bool { return st.RequestBytes == 2*mib })
+	time.Sleep(time.Second) // past the timeout, but nobody waits: a stays
+	if st := s.Stats(); st.Conns != 1 || st.RequestBytes != 2*mib {
+		t.Fatalf("stats %+v: a stalled frame was dropped without contention", st)
+	}
+	b := dial(t, addr)
+	go b.Write(produceFrame(2*mib, 2))
+	expectClosed(t, a)
+	logs.waitFor(t, "request frame stalled: not complete")
+	select {
+	case id := <-handled:
+		if id != 2 {
+			t.Fatalf("handled request %d, want 2", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting frame was not served after the stalled one was closed")
+	}
 }

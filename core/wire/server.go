@@ -68,6 +68,14 @@ type Config struct {
 	// admits is refused (log line, close). Zero means
 	// DefaultQueuedMaxRequestBytes, negative unlimited.
 	QueuedMaxRequestBytes int64
+	// StalledFrameTimeout closes a connection whose frame body has not
+	// fully arrived this long after its request memory was reserved, if
+	// other connections are then waiting for request memory (checked
+	// again every second after the timeout). It has no Kafka counterpart:
+	// it keeps peers that announce frames and stall from holding the pool
+	// until IdleTimeout. Zero means DefaultStalledFrameTimeout, negative
+	// never.
+	StalledFrameTimeout time.Duration
 	// MaxConnections is max.connections: a connection accepted while this
 	// many are open is closed at once (rate-limited log line). Zero means
 	// DefaultMaxConnections(), negative unlimited.
@@ -84,6 +92,11 @@ type Config struct {
 	// Logger receives connection errors; nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultStalledFrameTimeout is the default StalledFrameTimeout: Kafka
+// clients' default request.timeout.ms, after which a client has given up
+// on a request whose bytes have not all been sent.
+const DefaultStalledFrameTimeout = 30 * time.Second
 
 // DefaultMaxRequestBytes is Kafka's default socket.request.max.bytes.
 const DefaultMaxRequestBytes = 100 << 20
@@ -148,6 +161,9 @@ func NewServer(cfg Config, h Handler) *Server {
 	}
 	if cfg.MaxConnections == 0 {
 		cfg.MaxConnections = DefaultMaxConnections()
+	}
+	if cfg.StalledFrameTimeout == 0 {
+		cfg.StalledFrameTimeout = DefaultStalledFrameTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{

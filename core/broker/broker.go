@@ -169,12 +169,21 @@ func (b *Broker) start() error {
 		return fmt.Errorf("broker: listen: %w", err)
 	}
 	b.ln = ln
+	overrides, _ := b.cfg.ConnectionOverrides() // validated in New
+	queued := b.cfg.QueuedMaxRequestBytes
+	if queued <= 0 {
+		queued = -1 // Kafka's "unlimited"; zero means the default to wire
+	}
 	b.server = wire.NewServer(wire.Config{
-		MaxRequestBytes: b.cfg.SocketRequestMaxBytes,
-		ZeroCopy:        b.cfg.ZeroCopy,
-		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		Listener:        protocol,
-		Logger:          b.logger,
+		MaxRequestBytes:              b.cfg.SocketRequestMaxBytes,
+		QueuedMaxRequestBytes:        queued,
+		MaxConnections:               int(b.cfg.MaxConnections), // 0: from the descriptor limit
+		MaxConnectionsPerIP:          int(b.cfg.MaxConnectionsPerIP),
+		MaxConnectionsPerIPOverrides: overrides,
+		ZeroCopy:                     b.cfg.ZeroCopy,
+		IdleTimeout:                  time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		Listener:                     protocol,
+		Logger:                       b.logger,
 	}, b)
 	b.wg.Add(2)
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -29,6 +30,23 @@ type Broker struct {
 	MessageMaxBytes       int32 `mapstructure:"message.max.bytes"`
 	SocketRequestMaxBytes int32 `mapstructure:"socket.request.max.bytes"`
 	ConnectionsMaxIdleMs  int64 `mapstructure:"connections.max.idle.ms"`
+	// QueuedMaxRequestBytes bounds the memory of request frames read and
+	// not yet handled, broker-wide (core/wire's request pool). Kafka's
+	// default is -1 (unlimited); Vltava's is 256 MiB. -1 (any value <= 0)
+	// turns the bound off; otherwise it must be at least
+	// socket.request.max.bytes.
+	QueuedMaxRequestBytes int64 `mapstructure:"queued.max.request.bytes"`
+	// MaxConnections bounds the connections open at once; more are closed
+	// as soon as they are accepted. 0 (Vltava's default; Kafka's is
+	// unlimited) derives it from the open-file limit: half of it, at most
+	// 65536 (wire.DefaultMaxConnections).
+	MaxConnections int32 `mapstructure:"max.connections"`
+	// MaxConnectionsPerIP bounds them per client IP address (Kafka's
+	// default, unlimited: 2147483647); MaxConnectionsPerIPOverrides sets
+	// other limits for some addresses: "127.0.0.1:200,10.0.0.7:0". IP
+	// addresses only, no host names.
+	MaxConnectionsPerIP          int32  `mapstructure:"max.connections.per.ip"`
+	MaxConnectionsPerIPOverrides string `mapstructure:"max.connections.per.ip.overrides"`
 	// ZeroCopy sends fetched records with sendfile on plaintext listeners.
 	// It has no Kafka counterpart; turning it off exists for measurement.
 	ZeroCopy bool `mapstructure:"zero.copy.enable"`
@@ -213,6 +231,8 @@ func DefaultBroker() Broker {
 		MessageMaxBytes:             1048588,
 		SocketRequestMaxBytes:       100 * 1024 * 1024,
 		ConnectionsMaxIdleMs:        600000,
+		QueuedMaxRequestBytes:       256 << 20,
+		MaxConnectionsPerIP:         math.MaxInt32,
 		ZeroCopy:                    true,
 		MetricsListen:               DefaultMetricsListen,
 		ConsoleEnable:               true,
@@ -320,6 +340,9 @@ func (b Broker) Validate() error {
 		{"default.replication.factor", b.DefaultReplicationFactor >= 1},
 		{"message.max.bytes", b.MessageMaxBytes > 0},
 		{"socket.request.max.bytes", b.SocketRequestMaxBytes > 0},
+		{"queued.max.request.bytes", b.QueuedMaxRequestBytes <= 0 || b.QueuedMaxRequestBytes >= int64(b.SocketRequestMaxBytes)},
+		{"max.connections", b.MaxConnections >= 0},
+		{"max.connections.per.ip", b.MaxConnectionsPerIP >= 1},
 		{"log.segment.bytes", b.LogSegmentBytes >= 14},
 		{"log.roll.ms", b.LogRollMs >= 1},
 		{"log.index.interval.bytes", b.LogIndexIntervalBytes >= 0},
@@ -352,6 +375,9 @@ func (b Broker) Validate() error {
 		}
 	}
 	if _, err := b.Roles(); err != nil {
+		return err
+	}
+	if _, err := b.ConnectionOverrides(); err != nil {
 		return err
 	}
 	for key, v := range map[string]string{
@@ -392,4 +418,29 @@ func (b Broker) Roles() (Roles, error) {
 		}
 	}
 	return r, nil
+}
+
+// ConnectionOverrides parses max.connections.per.ip.overrides:
+// comma-separated "IP:count" entries ("127.0.0.1:200,::1:50"; an IPv6
+// address is split at its last colon and may be bracketed). Unlike Kafka,
+// host names are not accepted: the broker does no DNS lookups for this.
+func (b Broker) ConnectionOverrides() (map[netip.Addr]int, error) {
+	out := map[netip.Addr]int{}
+	for _, e := range SplitList(b.MaxConnectionsPerIPOverrides) {
+		i := strings.LastIndexByte(e, ':')
+		if i <= 0 {
+			return nil, fmt.Errorf("config: max.connections.per.ip.overrides: entry %q: want IP:count", e)
+		}
+		host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(e[:i]), "["), "]")
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
+			return nil, fmt.Errorf("config: max.connections.per.ip.overrides: entry %q: %q is not an IP address", e, host)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(e[i+1:]), 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("config: max.connections.per.ip.overrides: entry %q: the count must be an integer from 0 to 2147483647", e)
+		}
+		out[ip.Unmap()] = int(n)
+	}
+	return out, nil
 }

@@ -45,6 +45,9 @@ type Request struct {
 	// it. The connection recycles it once the handler returned, for the
 	// API keys whose handlers keep no reference to it.
 	payload []byte
+	// reserved is what the frame holds of the request pool, returned once
+	// the request has been handled (conn.done).
+	reserved int64
 }
 
 // Size is the request's size on the wire: the frame after its length.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/vltava/vltava/core/broker"
+	vlog "github.com/vltava/vltava/core/log"
 	"github.com/vltava/vltava/daemon/fdlimit"
 	"github.com/vltava/vltava/daemon/inspect"
 	"github.com/vltava/vltava/daemon/metrics"
@@ -52,9 +53,14 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
-	if _, err := fdlimit.Check(cfg); err != nil {
+	limit, err := fdlimit.Check(cfg)
+	if err != nil {
 		logger.Error("vltavad cannot start", "err", err)
 		return 1
+	}
+	if limit > 0 {
+		// Half the descriptors for segment files (fdlimit's plan).
+		vlog.SetMaxOpenFiles(int(min(limit/2, 1<<30)))
 	}
 	m, err := startMetrics(cfg, logger)
 	if err != nil {

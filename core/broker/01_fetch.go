@@ -275,6 +275,10 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 	return nil
 }
 
+// pinMinBytes is the smallest read a fetch response sends from the file
+// (sendfile, the file pinned until written); smaller ones are copied.
+const pinMinBytes = 16 << 10
+
 // fetchRound makes one pass over the partitions, filling the response
 // fields and fr. It applies the size limits described in the file
 // comment.
@@ -296,9 +300,23 @@ func (b *Broker) fetchRound(r *kmsg.FetchRequest, parts []fetchPart, fr *fetchRe
 		if s == nil {
 			continue
 		}
-		fr.ranges[i] = wire.FileRange{File: s.File(), Pos: s.Pos(), Len: s.Len()}
-		fr.slices = append(fr.slices, s)
 		fr.bytes += s.Len()
+		if s.Len() < pinMinBytes || log.FilesUnderPressure() {
+			// A small read costs less copied than sent with its own
+			// sendfile, and while descriptors are scarce a response must
+			// not hold a file per partition until it is written.
+			buf, err := s.Bytes(make([]byte, 0, s.Len()))
+			s.Close()
+			if err != nil {
+				setFetchError(fp.sp, kerr.KafkaStorageError.Code)
+				fr.final = true
+				continue
+			}
+			fr.ranges[i] = wire.FileRange{Data: buf, Len: int64(len(buf))}
+		} else {
+			fr.ranges[i] = wire.FileRange{File: s.File(), Pos: s.Pos(), Len: s.Len()}
+			fr.slices = append(fr.slices, s)
+		}
 		remaining -= s.Len()
 	}
 }

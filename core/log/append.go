@@ -226,9 +226,14 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	// INVARIANT: only the appender changes the active segment's meta, so it
 	// reads it without the lock; readers see it only through seg.mu.
 	m := seg.meta
-	seg.mu.Lock()
-	f := seg.file
-	seg.mu.Unlock()
+	// The reference keeps the descriptor budget from closing the file
+	// under the write; a file it closed while the partition was idle
+	// reopens here.
+	f, err := seg.acquire()
+	if err != nil {
+		return l.fail("append", err)
+	}
+	defer f.release()
 	pos := m.size
 	l.lastWrite = writtenAt{seg, pos}
 	if _, err := f.f.WriteAt(records, pos); err != nil {
@@ -261,12 +266,11 @@ func (l *Log) unwriteLocked() {
 	if w.seg == nil {
 		return
 	}
-	w.seg.mu.Lock()
-	f := w.seg.file
-	w.seg.mu.Unlock()
-	if f == nil {
+	f, err := w.seg.acquire()
+	if err != nil {
 		return
 	}
+	defer f.release()
 	if err := f.f.Truncate(w.pos); err != nil {
 		l.config().Logger.Warn("log: could not cut an unsynced append", "dir", l.dir, "segment", w.seg.base, "err", err)
 	}

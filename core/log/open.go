@@ -203,7 +203,7 @@ func (l *Log) loadTrusted(s *segment) error {
 	if err := s.openLocked(); err != nil {
 		return err
 	}
-	defer func() { s.file.release(); s.file = nil }()
+	defer s.dropFileLocked()
 	m, err := scanHeaders(s.file.f, s.meta.size, s.base, s.meta.interval)
 	if err != nil {
 		return fmt.Errorf("log: segment %d below recovery point: %w", s.base, err)

@@ -145,8 +145,7 @@ func (l *Log) cutSegment(seg *segment, size, interval int64) (segMeta, error) {
 	seg.mu.Lock()
 	defer seg.mu.Unlock()
 	if seg.file != nil && !seg.active {
-		seg.file.release() // reopen read-write below; Slices keep the old descriptor
-		seg.file = nil
+		seg.dropFileLocked() // reopen read-write below; Slices keep the old descriptor
 	}
 	seg.active = true
 	if err := seg.openLocked(); err != nil {

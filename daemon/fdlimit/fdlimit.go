@@ -13,14 +13,15 @@ import (
 	"github.com/vltava/vltava/core/config"
 )
 
-// Descriptor planning. A broker holds, at most: one descriptor per
-// listener, about one per partition (its active segment; older segments
-// and indexes open on demand and close when idle), a few per plugin
-// process connection, and one per client connection. The Go runtime
-// raises the soft RLIMIT_NOFILE to the hard limit at start, so the hard
-// limit is what the broker has.
+// Descriptor planning. Descriptors are a budget, not a per-partition
+// cost: the log keeps at most half of RLIMIT_NOFILE in segment files
+// (core/log's budget closes the least recently used idle ones, active
+// segments included, and they reopen on their next use), so the number of
+// partitions does not raise the need. The other half serves listeners,
+// plugin processes, the metadata store and connections. The Go runtime
+// raises the soft limit to the hard one at start, so the hard limit is
+// what the broker has.
 const (
-	PerPartition   = 1
 	fdsPerPlugin   = 8   // gRPC connection, stdio pipes, go-plugin's broker
 	fdsConnections = 256 // the least room kept for client and replica connections
 	fdsSpare       = 64  // store files, pprof, metrics, log files, the runtime's own
@@ -29,8 +30,8 @@ const (
 // partitionDir matches a partition directory name, <topic>-<partition>.
 var partitionDir = regexp.MustCompile(`^[a-zA-Z0-9._-]+-[0-9]+$`)
 
-// Need estimates the descriptors the broker needs, and says how.
-func Need(cfg config.Broker) (need int, how string) {
+// Partitions counts the partition directories in the broker's log dirs.
+func Partitions(cfg config.Broker) int {
 	parts := 0
 	for _, dir := range config.SplitList(cfg.LogDirs) {
 		ents, err := os.ReadDir(dir)
@@ -43,11 +44,19 @@ func Need(cfg config.Broker) (need int, how string) {
 			}
 		}
 	}
+	return parts
+}
+
+// Need estimates the descriptors the broker needs, and says how: twice
+// what listeners, plugins, a reserve of connections and spare take, the
+// other half being the segment-file budget.
+func Need(cfg config.Broker) (need int, how string) {
 	listeners := len(config.SplitList(cfg.Listeners)) + 2 // + quorum, + metrics
 	plugins := 1 + len(config.SplitList(cfg.GroupConsumerAssignors)) + len(config.SplitList(cfg.SaslAuthenticators))
-	need = parts*PerPartition + listeners + plugins*fdsPerPlugin + fdsConnections + fdsSpare
-	how = fmt.Sprintf("%d partitions × %d + %d listeners + %d plugins × %d + %d for connections + %d spare",
-		parts, PerPartition, listeners, plugins, fdsPerPlugin, fdsConnections, fdsSpare)
+	half := listeners + plugins*fdsPerPlugin + fdsConnections + fdsSpare
+	need = 2 * half
+	how = fmt.Sprintf("2 × (%d listeners + %d plugins × %d + %d for connections + %d spare): half for those, half for segment files of %d partitions, which close and reopen within it",
+		listeners, plugins, fdsPerPlugin, fdsConnections, fdsSpare, Partitions(cfg))
 	return need, how
 }
 

@@ -3,12 +3,13 @@ package fdlimit
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vltava/vltava/core/config"
 )
 
-func TestNeedCountsPartitions(t *testing.T) {
+func TestNeedDoesNotGrowWithPartitions(t *testing.T) {
 	cfg := config.DefaultBroker()
 	cfg.LogDirs = t.TempDir()
 	base, _ := Need(cfg)
@@ -17,7 +18,14 @@ func TestNeedCountsPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, how := Need(cfg); got != base+3*PerPartition {
-		t.Errorf("need = %d (%s), want %d + 3 partitions", got, how, base)
+	if got := Partitions(cfg); got != 3 {
+		t.Errorf("Partitions = %d, want 3", got)
+	}
+	if got, how := Need(cfg); got != base || !strings.Contains(how, "3 partitions") {
+		t.Errorf("need = %d (%s), want %d whatever the partitions", got, how, base)
+	}
+	cfg.SaslAuthenticators = "a,b"
+	if got, _ := Need(cfg); got != base+2*2*fdsPerPlugin {
+		t.Errorf("two more plugins: need %d, want %d", got, base+2*2*fdsPerPlugin)
 	}
 }

@@ -88,6 +88,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if failed != nil {
 		return failed
 	}
+	if err := l.dropCleanMarker(); err != nil {
+		return err
+	}
 	if offset < 0 {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
 	}

@@ -172,7 +172,8 @@ func (l *Log) loadEpochs() error {
 			return err
 		}
 		l.epochs.entries = es
-		return l.epochs.update(func(es []epochEntry) ([]epochEntry, bool) { return es, true })
+		// A new, empty log has no epochs to write down yet.
+		return l.epochs.update(func(es []epochEntry) ([]epochEntry, bool) { return es, len(es) > 0 })
 	}
 	l.epochs.entries = es
 	if err := l.epochs.truncateFromEnd(l.end); err != nil {

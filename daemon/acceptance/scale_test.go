@@ -3,6 +3,7 @@ package acceptance
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -81,15 +82,23 @@ func TestRestartFigures(t *testing.T) {
 }
 
 // waitServes returns when a fetch of topic/partition's first record
-// succeeds.
+// succeeds: it waits for the listener, then fetches with short attempts,
+// so the figure is not rounded up to a client timeout.
 func waitServes(t *testing.T, addr, topic string, p int32) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for time.Now().Before(deadline) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}),
-			kgo.RetryTimeout(time.Second), kgo.FetchMaxWait(100*time.Millisecond))
+			kgo.FetchMaxWait(50*time.Millisecond))
 		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			fs := cl.PollFetches(ctx)
 			cancel()
 			cl.Close()
@@ -97,7 +106,7 @@ func waitServes(t *testing.T, addr, topic string, p int32) time.Time {
 				return time.Now()
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("the broker never served after the restart")
 	return time.Time{}

@@ -344,10 +344,11 @@ func (b *Broker) updateTopicLocked(ctx context.Context, cur *topic, partitions i
 }
 
 func (b *Broker) closeTopics() error {
-	var errs []error
+	var logs []*log.Log
 	for _, p := range b.meta.Load().allPartitions() {
-		errs = append(errs, p.log.Close())
+		logs = append(logs, p.log)
 	}
+	err := log.CloseAll(logs)
 	b.meta.Store(emptySnapshot())
-	return errors.Join(errs...)
+	return err
 }

@@ -216,6 +216,9 @@ func stampBatches(records []byte, bs []pendingBatch, next int64, opts AppendOpti
 // segment and publishes the new size and index entries to readers.
 // REQUIRES: l.appendMu.
 func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, maxTs int64) error {
+	if err := l.dropCleanMarker(); err != nil {
+		return err
+	}
 	seg := l.active()
 	if l.shouldRoll(seg.meta, cfg, int64(len(records)), next-1, maxTs) {
 		if err := l.rollLocked(); err != nil {
@@ -303,6 +306,9 @@ func (l *Log) Roll() error {
 // segment and writes a producer snapshot at the roll offset.
 // REQUIRES: l.appendMu.
 func (l *Log) rollLocked() error {
+	if err := l.dropCleanMarker(); err != nil {
+		return err
+	}
 	l.mu.RLock()
 	end, old, interval := l.end, l.segs[len(l.segs)-1], int64(l.cfg.IndexIntervalBytes)
 	l.mu.RUnlock()

@@ -30,6 +30,10 @@ func (l *Log) swapIn(g []*segment, m segMeta) error {
 	base := g[0].base
 	stem := filepath.Join(l.dir, segName(base))
 	cleanedPath, swapPath := stem+logSuffix+cleanedSuffix, stem+logSuffix+swapSuffix
+	if err := l.dropCleanMarker(); err != nil {
+		os.Remove(cleanedPath)
+		return err
+	}
 	if !l.groupCurrent(g) {
 		os.Remove(cleanedPath)
 		return errCleanAborted

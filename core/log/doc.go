@@ -11,7 +11,7 @@
 //	<offset:%020d>.snapshot   producer (idempotence) state at offset
 //	recovery-point.checkpoint data below this offset is fsynced
 //	log-start-offset.checkpoint
-//	clean-shutdown            present only between Close and the next Open
+//	clean-shutdown            written by Close; deleted before the first change after Open
 //	cleaner-offset.checkpoint first dirty offset of compaction (not fsynced)
 //	leader-epoch-checkpoint   leader epoch -> first offset (text, Kafka's format)
 //	<base:%020d>.log.cleaned  compaction output being written; removed at Open
@@ -90,9 +90,20 @@
 // recovery-point: every batch and index entry below offset is fsynced;
 // crash recovery starts at the segment holding it. log-start-offset: the
 // first readable offset after DeleteRecords or retention; the effective
-// start is max(checkpoint, first segment base). clean-shutdown: written last
-// by Close with the log end offset; Open trusts the files if it is present
-// and removes it before accepting writes.
+// start is max(checkpoint, first segment base).
+//
+// # Clean-shutdown marker (clean-shutdown)
+//
+// Written last by Close: the log end offset and the segment table (base,
+// size, largest timestamp and its offset, per segment), so that Open after
+// a clean shutdown stats and reads nothing per inactive segment (byte
+// layout in cleanmarker.go). Open trusts it only if its table names
+// exactly the .log files present and the active segment has the recorded
+// size, else it recovers. The marker stays while the log is only read; the
+// first change (append, roll, truncation, deletion, compaction) deletes it
+// and fsyncs the directory before changing anything, so a marker on disk
+// always describes the files exactly. The 17-byte checkpoint form of
+// earlier versions is still read, without a table.
 //
 // # Producer snapshot (.snapshot)
 //

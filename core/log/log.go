@@ -121,7 +121,8 @@ type Log struct {
 	horizonDue     int64 // unix ms of the earliest delete horizon of a cleaned tombstone, 0 if none
 	changed        chan struct{}
 	closed         bool
-	failed         error // set once by fail: the log is offline (wraps ErrStorage)
+	marker         markerGuard // the clean-shutdown marker awaiting deletion (cleanmarker.go)
+	failed         error       // set once by fail: the log is offline (wraps ErrStorage)
 }
 
 // StartOffset returns the log start offset: the first readable offset.
@@ -221,7 +222,7 @@ func (l *Log) Close() error {
 		err = writeSnapshot(l.dir, end, l.producers, true)
 	}
 	if err == nil {
-		err = writeFileAtomic(l.dir, cleanShutdownFile, encodeOffsetCheckpoint(end), true)
+		err = writeFileAtomic(l.dir, cleanShutdownFile, encodeCleanMarker(end, l.cleanTable()), true)
 	}
 	for _, s := range segs {
 		if cerr := s.closeFile(); err == nil {

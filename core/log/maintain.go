@@ -262,6 +262,9 @@ func (l *Log) deleteFront(k int) error {
 	if k == 0 {
 		return nil
 	}
+	if err := l.dropCleanMarker(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	victims := l.segs[:k]
 	l.segs = slices.Clone(l.segs[k:])

@@ -98,34 +98,47 @@ func (l *Log) load() (recovered bool, err error) {
 	if err != nil {
 		rp = 0
 	}
-	_, cerr := readOffsetCheckpoint(l.dir, cleanShutdownFile)
+	// The marker describes the files as Close left them; it stays until
+	// the first change (dropCleanMarker), and is deleted before recovery
+	// changes anything.
+	_, table, cerr := readCleanMarker(l.dir)
 	clean := cerr == nil
 	if !errors.Is(cerr, os.ErrNotExist) {
-		// The marker only describes the shutdown before this open.
-		if err := os.Remove(filepath.Join(l.dir, cleanShutdownFile)); err != nil {
-			return false, fmt.Errorf("log: %w", err)
-		}
-		if err := syncDir(l.dir); err != nil {
-			return false, fmt.Errorf("log: %w", err)
-		}
+		l.marker.pending.Store(true)
 	}
 	if len(bases) == 0 {
+		if err := l.dropCleanMarker(); err != nil {
+			return false, err
+		}
 		return false, l.startEmpty(startCk)
 	}
 	for _, b := range bases {
 		l.segs = append(l.segs, newSegment(l.dir, b))
+	}
+	if table != nil && !sameBases(table, bases) {
+		table = nil // the files changed since Close: read them
 	}
 	scanFrom := len(l.segs) - 1
 	if !clean {
 		scanFrom, _ = l.segmentForLocked(rp)
 	}
 	for i := range scanFrom {
+		if e, ok := table[l.segs[i].base]; ok {
+			s := l.segs[i]
+			s.meta = newSegMeta(s.base, int64(l.cfg.IndexIntervalBytes))
+			s.meta.size, s.meta.maxTs, s.meta.maxTsOff = e.size, e.maxTs, e.maxTsOff
+			continue
+		}
 		if err := l.loadTrusted(l.segs[i]); err != nil {
 			return false, err
 		}
 	}
 	if clean {
-		err = l.loadActiveTail(l.segs[scanFrom])
+		act := l.segs[scanFrom]
+		err = l.loadActiveTail(act)
+		if e, ok := table[act.base]; ok && err == nil && act.meta.size != e.size {
+			err = fmt.Errorf("%w: active segment is %d bytes, the clean-shutdown marker says %d", record.ErrCorrupt, act.meta.size, e.size)
+		}
 		if errors.Is(err, record.ErrCorrupt) || errors.Is(err, record.ErrShort) {
 			lg.Warn("log: clean shutdown marker but damaged tail, recovering", "dir", l.dir, "err", err)
 			clean, err = false, nil
@@ -135,11 +148,27 @@ func (l *Log) load() (recovered bool, err error) {
 		}
 	}
 	if !clean {
+		if err := l.dropCleanMarker(); err != nil {
+			return false, err
+		}
 		if err := l.recoverFrom(scanFrom); err != nil {
 			return false, err
 		}
 	}
 	return !clean, l.finishLoad(startCk, rp, clean)
+}
+
+// sameBases reports whether the marker's table lists exactly bases.
+func sameBases(table map[int64]cleanSeg, bases []int64) bool {
+	if len(table) != len(bases) {
+		return false
+	}
+	for _, b := range bases {
+		if _, ok := table[b]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // listSegments returns the base offsets of the .log files in the directory

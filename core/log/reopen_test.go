@@ -27,14 +27,18 @@ func TestReopenClean(t *testing.T) {
 	if strings.Contains(logs.String(), "recovered segment") {
 		t.Fatalf("clean reopen scanned segments:\n%s", logs.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); !os.IsNotExist(err) {
-		t.Fatalf("marker still present while open: %v", err)
+	// The marker stays until the first change: reading does not remove it.
+	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); err != nil {
+		t.Fatalf("marker gone before any change: %v", err)
 	}
 	if l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
 		t.Fatal("content differs after clean reopen")
 	}
 	// Appends continue at the right offset and offsets/time survive.
 	res := appendBatch(t, l, &m, plain(2, 10, 99999))
+	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); !os.IsNotExist(err) {
+		t.Fatalf("marker still present after an append: %v", err)
+	}
 	if res.BaseOffset != m.heads[len(m.heads)-1].BaseOffset {
 		t.Fatalf("append after reopen at %d", res.BaseOffset)
 	}
@@ -124,5 +128,64 @@ func TestDamagedIndexRebuilt(t *testing.T) {
 		if got := readBytes(t, l, off, 1, m.end()); !bytes.Equal(got, m.batches[m.find(off)]) {
 			t.Fatalf("read %d wrong with rebuilt index", off)
 		}
+	}
+}
+
+// TestCleanMarkerSurvivesReadOnlyRun: a log reopened after a clean
+// shutdown and crashed without a change is still clean (the marker still
+// describes the files), and one crashed after a change is recovered.
+func TestCleanMarkerSurvivesReadOnlyRun(t *testing.T) {
+	dir := t.TempDir()
+	var logs logBuffer
+	l := openLog(t, dir, testConfig(&logs))
+	var m model
+	fill(t, l, &m, 100, 3, 1000)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	readAll(t, l)
+	crash(l)
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") {
+		t.Fatalf("a read-only run made the next open recover:\n%s", logs.String())
+	}
+	appendBatch(t, l, &m, plain(2, 10, 5000))
+	crash(l)
+	l = openLog(t, dir, testConfig(&logs))
+	if l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatal("content differs after a crash following a change")
+	}
+}
+
+// TestStaleCleanMarkerIsNotTrusted: a marker whose table no longer matches
+// the files (here: bytes appended to the active segment behind the log's
+// back, as a lost marker deletion would leave them) sends Open to recovery.
+func TestStaleCleanMarkerIsNotTrusted(t *testing.T) {
+	dir := t.TempDir()
+	var logs logBuffer
+	l := openLog(t, dir, testConfig(&logs))
+	var m model
+	fill(t, l, &m, 100, 3, 1000)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bases, err := (&Log{dir: dir}).listSegments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := filepath.Join(dir, segName(bases[len(bases)-1])+logSuffix)
+	f, err := os.OpenFile(active, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(bytes.Repeat([]byte{0xab}, 100)) // garbage past the recorded size
+	f.Close()
+	l = openLog(t, dir, testConfig(&logs))
+	if !strings.Contains(logs.String(), "recovering") {
+		t.Fatalf("a stale marker was trusted:\n%s", logs.String())
+	}
+	if l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatal("content differs after recovering past a stale marker")
 	}
 }

@@ -88,6 +88,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if failed != nil {
 		return failed
 	}
+	if err := l.dropCleanMarker(); err != nil {
+		return err
+	}
 	if offset < 0 {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
 	}
@@ -169,7 +172,8 @@ func (l *Log) loadEpochs() error {
 			return err
 		}
 		l.epochs.entries = es
-		return l.epochs.update(func(es []epochEntry) ([]epochEntry, bool) { return es, true })
+		// A new, empty log has no epochs to write down yet.
+		return l.epochs.update(func(es []epochEntry) ([]epochEntry, bool) { return es, len(es) > 0 })
 	}
 	l.epochs.entries = es
 	if err := l.epochs.truncateFromEnd(l.end); err != nil {

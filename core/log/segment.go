@@ -92,8 +92,8 @@ func (s *segment) logPath() string   { return s.stem + logSuffix }
 func (s *segment) indexPath() string { return s.stem + indexSuffix }
 func (s *segment) timePath() string  { return s.stem + timeSuffix }
 
-// createSegment makes an empty active segment at base, replacing any files
-// left with that name.
+// createSegment makes an empty active segment at base, replacing a .log
+// file left with that name and removing its index files.
 func createSegment(dir string, base, interval int64) (*segment, error) {
 	s := newSegment(dir, base)
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -101,11 +101,13 @@ func createSegment(dir string, base, interval int64) (*segment, error) {
 		return nil, fmt.Errorf("log: create segment: %w", err)
 	}
 	for _, p := range []string{s.indexPath(), s.timePath()} {
-		if err := appendFile(p, 0, nil); err != nil { // empty index files
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
 			return nil, fmt.Errorf("log: create segment: %w", err)
 		}
 	}
+	// The index files are created with their first entries (persistIndex);
+	// creating files is the expensive part of making a partition.
 	sf := &segFile{f: f}
 	sf.refs.Store(1)
 	s.mu.Lock()

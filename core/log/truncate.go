@@ -38,6 +38,9 @@ func (l *Log) Truncate(offset int64) error {
 	if offset >= end {
 		return nil
 	}
+	if err := l.dropCleanMarker(); err != nil {
+		return err
+	}
 	var err error
 	if offset < start || offset <= segs[0].base {
 		err = l.truncateFully(offset, segs, interval)

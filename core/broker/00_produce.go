@@ -50,6 +50,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vltava/vltava/core/log"
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/record"
 	"github.com/vltava/vltava/core/wire"
 )
@@ -122,28 +123,33 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	if p == nil {
 		return ackWait{}, kerr.UnknownTopicOrPartition
 	}
-	if !p.isLeader() {
-		return ackWait{}, kerr.NotLeaderForPartition
-	}
-	if err := checkProduceFraming(records, r.Version); err != nil {
-		return ackWait{}, err
-	}
-	cfg := p.cfg.Load()
-	h, err := record.Validate(records, record.ValidateOptions{
-		MaxBatchBytes: int(cfg.MaxMessageBytes),
-		RequireKeys:   slices.Contains(cfg.CleanupPolicy, "compact"),
+	cfg := p.Config()
+	// The leader check, the validation and the append run under the
+	// partition's leader/ISR lock (held for read): leadership can not move
+	// in between, so the batch is written under the epoch that was checked
+	// or not at all (issue 9, fault 1).
+	res, epoch, err := p.AppendAsLeader(records, now, func(l part.Leading) error {
+		if err := checkProduceFraming(records, r.Version); err != nil {
+			return err
+		}
+		h, err := record.Validate(records, record.ValidateOptions{
+			MaxBatchBytes: int(cfg.MaxMessageBytes),
+			RequireKeys:   slices.Contains(cfg.CleanupPolicy, "compact"),
+		})
+		if err != nil {
+			return err
+		}
+		if h.Transactional() {
+			return fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
+		}
+		if r.Acks == -1 && b.clustered() && int32(l.ISRSize) < cfg.MinInsyncReplicas {
+			return fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", l.ISRSize, cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
+		}
+		if produceHook != nil {
+			produceHook(p)
+		}
+		return nil
 	})
-	if err != nil {
-		return ackWait{}, err
-	}
-	if h.Transactional() {
-		return ackWait{}, fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
-	}
-	epoch := p.leaderEpoch.Load()
-	if r.Acks == -1 && p.clustered && int32(p.isrSize()) < cfg.MinInsyncReplicas {
-		return ackWait{}, fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", p.isrSize(), cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
-	}
-	res, err := p.append(records, now)
 	if err != nil {
 		return ackWait{}, err
 	}
@@ -152,11 +158,15 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	if cfg.LogAppendTime && !res.Duplicate {
 		sp.LogAppendTime = res.LogAppendTime
 	}
-	if r.Acks != -1 || !p.clustered {
+	if r.Acks != -1 || !b.clustered() {
 		return ackWait{}, nil
 	}
 	return ackWait{p: p, sp: sp, last: res.LastOffset, epoch: epoch, minISR: cfg.MinInsyncReplicas}, nil
 }
+
+// produceHook, when set by a test, runs between produceTo's leader check
+// and its append.
+var produceHook func(p *partition)
 
 // checkProduceFraming applies Kafka's request-level rules for produce v3+:
 // exactly one batch, of magic 2, and zstd only from v7 on.

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/vltava/vltava/core/cluster"
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/replica"
 	"github.com/vltava/vltava/plugins/sdk"
 )
@@ -41,13 +42,16 @@ func (b *Broker) clustered() bool { return b.cfg.ControllerQuorumVoters != "" ||
 // itself in single-node mode, nothing until the controller says so in a
 // cluster.
 func (b *Broker) initRole(p *partition) {
-	if !b.clustered() {
-		p.setSingle(b.cfg.NodeID)
-		return
+	if b.clustered() {
+		return // part.None until the controller's state arrives
 	}
-	p.clustered = true
-	p.repl.roleV.Store(int32(roleNone))
-	p.setView(&partView{leader: -1, leaderEpoch: p.leaderEpoch.Load()})
+	me := b.cfg.NodeID
+	p.LockTransitions()
+	defer p.UnlockTransitions()
+	v := part.View{Leader: me, LeaderEpoch: p.LeaderEpoch(), Replicas: []int32{me}, ISR: []int32{me}}
+	if _, err := p.BecomeLeaderLocked(me, v, time.Now()); err != nil {
+		b.logger.Error("broker: lead partition", "partition", p.String(), "err", err)
+	}
 }
 
 // waitForStore blocks until the metadata store answers, logging while it
@@ -194,11 +198,11 @@ func (a clusterApplier) ApplyBrokers(live []cluster.BrokerInfo) {
 	b.cl.live.Store(&l)
 	// Followers whose leader just (re)appeared, or moved, fetch from it.
 	for _, p := range b.meta.Load().allPartitions() {
-		p.repl.roleMu.Lock()
-		if p.role() == roleFollower {
-			b.followLocked(p, p.viewOf().leader)
+		p.LockTransitions()
+		if st := p.State(); st.Role == part.Follower {
+			b.followLocked(p, st.View.Leader)
 		}
-		p.repl.roleMu.Unlock()
+		p.UnlockTransitions()
 	}
 }
 
@@ -210,13 +214,9 @@ func (a clusterApplier) ApplyFenced(fenced bool) {
 	if fenced {
 		b.logger.Warn("broker: fenced (session lost): no longer leading any partition")
 		for _, p := range b.meta.Load().allPartitions() {
-			p.repl.roleMu.Lock()
-			if p.role() == roleLeader {
-				p.stopLeadingLocked()
-				p.repl.roleV.Store(int32(roleNone))
-				p.wake()
-			}
-			p.repl.roleMu.Unlock()
+			p.LockTransitions()
+			p.FenceLocked()
+			p.UnlockTransitions()
 		}
 		return
 	}
@@ -243,13 +243,11 @@ func (a clusterApplier) ApplyTopicDeleted(topic string) {
 		return
 	}
 	for _, p := range t.partitions {
-		p.repl.roleMu.Lock()
-		b.cl.fetchers.Unfollow(p)
-		p.stopLeadingLocked()
-		p.repl.roleV.Store(int32(roleNone))
-		p.repl.followAddr = ""
-		p.repl.roleMu.Unlock()
-		p.wake()
+		p.LockTransitions()
+		b.cl.fetchers.Unfollow(p.Partition)
+		p.followAddr = ""
+		p.BecomeNoneLocked(part.View{Leader: -1})
+		p.UnlockTransitions()
 	}
 	b.meta.Store(b.meta.Load().without(topic))
 	for _, p := range t.partitions {
@@ -268,89 +266,69 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 		b.logger.Warn("broker: partition state for a topic this broker cannot open", "topic", topic, "partition", index)
 		return
 	}
-	v := &partView{leader: st.Leader, leaderEpoch: st.LeaderEpoch, partitionEpoch: st.PartitionEpoch,
-		replicas: slices.Clone(assignment), isr: slices.Clone(st.ISR), version: st.Version}
+	v := part.View{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
+		Replicas: slices.Clone(assignment), ISR: slices.Clone(st.ISR), Version: st.Version}
 	me := b.cfg.NodeID
-	p.repl.roleMu.Lock()
-	defer p.repl.roleMu.Unlock()
-	cur, curV := p.role(), p.viewOf()
-	if curV != nil && curV.version > v.version && curV.leaderEpoch >= v.leaderEpoch {
+	p.LockTransitions()
+	defer p.UnlockTransitions()
+	if p.Stale(v) {
 		return // older than what we hold (our own ISR commit got here first)
 	}
-	now := time.Now()
 	switch {
 	case st.Leader == me:
-		if cur == roleLeader && curV.leaderEpoch == st.LeaderEpoch && !sameInts(curV.replicas, v.replicas) {
-			if err := p.becomeLeaderLocked(me, v, now, true); err != nil {
-				b.logger.Error("broker: new replica list", "partition", p.String(), "err", err)
-			}
-			return
-		}
-		if cur == roleLeader && curV.leaderEpoch == st.LeaderEpoch {
-			p.setView(v)
-			if lt := p.leader.Load(); lt != nil {
-				lt.mu.Lock()
-				lt.ls.SetISR(v.isr)
-				hw := lt.ls.HighWatermark()
-				lt.mu.Unlock()
-				p.advanceHW(min(hw, p.log.EndOffset()))
-			}
-			p.wake()
-			return
-		}
-		b.cl.fetchers.Unfollow(p)
-		p.repl.followAddr = ""
-		if err := p.becomeLeaderLocked(me, v, now, false); err != nil {
+		// The fetcher must be gone before the partition leads: Unfollow
+		// waits for a follower call in progress.
+		b.cl.fetchers.Unfollow(p.Partition)
+		p.followAddr = ""
+		became, err := p.BecomeLeaderLocked(me, v, time.Now())
+		if err != nil {
 			b.logger.Error("broker: become leader", "partition", p.String(), "err", err)
 			return
 		}
-		b.logger.Info("broker: leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "leo", p.log.EndOffset(), "hw", p.highWatermark())
+		if !became {
+			return
+		}
+		b.logger.Info("broker: leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "leo", p.log.EndOffset(), "hw", p.HighWatermark())
 		if topic == offsetsTopic && b.groups != nil {
 			go b.groups.gainedPartition(p)
 		}
 	case st.Leader >= 0 && slices.Contains(assignment, me):
-		same := cur == roleFollower && curV.leader == st.Leader && curV.leaderEpoch == st.LeaderEpoch
-		p.stopLeadingLocked()
-		p.leaderEpoch.Store(st.LeaderEpoch)
-		p.setView(v)
-		p.repl.roleV.Store(int32(roleFollower))
-		if !same {
-			b.cl.fetchers.Unfollow(p)
-			p.repl.followAddr = ""
+		changed, err := p.BecomeFollowerLocked(v)
+		if err != nil {
+			b.logger.Error("broker: become follower", "partition", p.String(), "err", err)
+			return
+		}
+		if changed {
+			b.cl.fetchers.Unfollow(p.Partition)
+			p.followAddr = ""
 			b.logger.Info("broker: following", "partition", p.String(), "leader", st.Leader, "leader_epoch", st.LeaderEpoch)
 		}
 		b.followLocked(p, st.Leader)
-		p.wake()
 	default:
-		b.cl.fetchers.Unfollow(p)
-		p.repl.followAddr = ""
-		p.stopLeadingLocked()
-		p.leaderEpoch.Store(max(st.LeaderEpoch, p.leaderEpoch.Load()))
-		p.setView(v)
-		if cur != roleNone {
+		b.cl.fetchers.Unfollow(p.Partition)
+		p.followAddr = ""
+		if p.BecomeNoneLocked(v) {
 			b.logger.Info("broker: not a replica or partition offline", "partition", p.String(), "leader", st.Leader)
 		}
-		p.repl.roleV.Store(int32(roleNone))
-		p.wake()
 	}
 }
 
 // followLocked points the fetchers at leader's current address, if known
-// and changed. p.repl.roleMu must be held.
+// and changed. The partition's transition lock must be held.
 func (b *Broker) followLocked(p *partition, leader int32) {
 	bi, ok := b.brokerInfo(leader)
 	if !ok {
 		return // ApplyBrokers follows once the leader registers
 	}
 	addr := net.JoinHostPort(bi.Host, strconv.Itoa(int(bi.Port)))
-	if p.repl.followAddr == addr {
+	if p.followAddr == addr {
 		return
 	}
-	if p.repl.followAddr != "" {
-		b.cl.fetchers.Unfollow(p)
+	if p.followAddr != "" {
+		b.cl.fetchers.Unfollow(p.Partition)
 	}
-	p.repl.followAddr = addr
-	b.cl.fetchers.Follow(p, replica.BrokerAddr{ID: leader, Addr: addr})
+	p.followAddr = addr
+	b.cl.fetchers.Follow(p.Partition, replica.BrokerAddr{ID: leader, Addr: addr})
 }
 
 // clusterPartition returns the partition, reading its topic from the

@@ -60,9 +60,8 @@ func (p *Partition) TruncateTo(offset int64) error {
 	if p.role != Follower {
 		return ErrNotFollower
 	}
-	if offset >= p.log.EndOffset() {
-		return nil
-	}
+	// Truncate also at the log end: it drops epoch cache entries no
+	// batch backs.
 	if err := p.log.Truncate(offset); err != nil {
 		return err
 	}

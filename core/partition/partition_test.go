@@ -265,3 +265,32 @@ func TestTransitionWaitsForAppend(t *testing.T) {
 		t.Fatalf("latest epoch on the log %d, want 1", e)
 	}
 }
+
+// TestFollowerDropsUnbackedEpoch: a broker that became leader (assigning
+// its epoch at the log end) and lost the leadership before appending
+// drops that epoch when it truncates at its log end, so it no longer
+// sends it as its last fetched epoch.
+func TestFollowerDropsUnbackedEpoch(t *testing.T) {
+	p := openTest(t)
+	if err := leader(1, 1)(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendLeader(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader(2, 1)(p); err != nil { // no append under epoch 2
+		t.Fatal(err)
+	}
+	if err := follower(3)(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, last, _ := p.FetchState(); last != 2 {
+		t.Fatalf("last fetched epoch %d before truncation, want 2", last)
+	}
+	if err := p.TruncateTo(p.Log().EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if _, last, _ := p.FetchState(); last != 1 {
+		t.Fatalf("last fetched epoch %d after truncating at the log end, want 1", last)
+	}
+}

@@ -6,7 +6,8 @@ package broker
 // TransactionalID; v5 adds LogStartOffset to the response; v7 is the first
 // that may carry zstd batches (KIP-110); v8 adds per-partition error
 // messages (KIP-467); v9 is flexible (KIP-482); v10 and v11 add tagged
-// leader hints for NOT_LEADER errors, which a single broker never sends.
+// leader hints for NOT_LEADER_OR_FOLLOWER (KIP-951): the partition's
+// CurrentLeader and the leader's endpoint in Brokers (leaderhint.go).
 //
 // Each partition is answered on its own, in request order: one bad batch
 // does not affect the other partitions of the request. Per partition:
@@ -66,6 +67,7 @@ func handleProduce(b *Broker, ctx context.Context, req *wire.Request) (*wire.Res
 	snap := b.meta.Load()
 	failed := 0
 	var pending []ackWait
+	var hints hintEndpoints // KIP-951 (leaderhint.go)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
 	for i := range r.Topics {
 		rt, st := &r.Topics[i], &resp.Topics[i]
@@ -91,6 +93,12 @@ func handleProduce(b *Broker, ctx context.Context, req *wire.Request) (*wire.Res
 			if err != nil {
 				failed++
 				setProduceError(b, req, r, rt.Topic, sp, err)
+				if sp.ErrorCode == kerr.NotLeaderForPartition.Code && r.Version >= 10 && t != nil {
+					if h, ok := b.leaderHintFor(t.partition(sp.Partition)); ok {
+						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.id, h.epoch
+						hints.add(h.endpoint)
+					}
+				}
 			}
 		}
 	}
@@ -98,6 +106,9 @@ func handleProduce(b *Broker, ctx context.Context, req *wire.Request) (*wire.Res
 		if err := b.awaitAcks(ctx, req, r, pending); err != nil {
 			return nil, err
 		}
+	}
+	if len(hints) > 0 {
+		resp.Brokers = hints.produceBrokers()
 	}
 	if r.Acks == 0 {
 		if failed > 0 {

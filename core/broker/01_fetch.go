@@ -8,7 +8,9 @@ package broker
 // v9 CurrentLeaderEpoch (KIP-320); v11 Rack and PreferredReadReplica
 // (KIP-392); v12 is flexible, with LastFetchedEpoch; v13 names topics by ID
 // (KIP-516); v15 moves ReplicaID into ReplicaState (KIP-903); v16 adds
-// NodeEndpoints for NOT_LEADER hints.
+// NodeEndpoints: partitions answered NOT_LEADER_OR_FOLLOWER or
+// FENCED_LEADER_EPOCH carry CurrentLeader and the response the leader's
+// endpoint (KIP-951, leaderhint.go).
 //
 // Per partition, in request order:
 //
@@ -103,6 +105,9 @@ func handleFetch(b *Broker, ctx context.Context, req *wire.Request) (*wire.Respo
 		return reply(resp)
 	}
 	parts := b.fetchPlan(r, resp)
+	if r.Version >= 16 {
+		b.fetchLeaderHints(r, resp)
+	}
 	fr := &fetchRead{ranges: make([]wire.FileRange, len(parts))}
 	if err := b.fetchWait(ctx, r, parts, fr); err != nil {
 		fr.release()
@@ -201,6 +206,34 @@ func (b *Broker) fetchPlan(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fet
 		}
 	}
 	return parts
+}
+
+// fetchLeaderHints adds KIP-951's CurrentLeader to partitions answered
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and the leaders'
+// endpoints to the response.
+func (b *Broker) fetchLeaderHints(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	snap := b.meta.Load()
+	var hints hintEndpoints
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		t := snap.byID[r.Topics[i].TopicID]
+		if t == nil {
+			continue
+		}
+		for j := range st.Partitions {
+			sp := &st.Partitions[j]
+			if sp.ErrorCode != kerr.NotLeaderForPartition.Code && sp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+				continue
+			}
+			if h, ok := b.leaderHintFor(t.partition(sp.Partition)); ok {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.id, h.epoch
+				hints.add(h.endpoint)
+			}
+		}
+	}
+	if len(hints) > 0 {
+		resp.Brokers = hints.fetchBrokers()
+	}
 }
 
 // checkLeaderEpoch applies KIP-320's fencing: -1 skips the check, an

@@ -290,7 +290,14 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 		}
 		b.logger.Info("broker: leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "leo", p.log.EndOffset(), "hw", p.HighWatermark())
 		if topic == offsetsTopic && b.groups != nil {
-			go b.groups.gainedPartition(p)
+			// Owned by the broker's WaitGroup: Close waits for the replay
+			// before it closes the logs. The cluster node (whose watcher
+			// calls applyPartition) is closed before that wait starts.
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.groups.gainedPartition(p)
+			}()
 		}
 	case st.Leader >= 0 && slices.Contains(assignment, me):
 		changed, err := p.BecomeFollowerLocked(v)

@@ -30,9 +30,10 @@ package broker
 //     with its original base offset and no error.
 //
 // Acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every
-// partition). On a single broker acks=-1 and acks=1 are the same: the high
-// watermark advances as soon as the append returns, so TimeoutMillis is
-// not used. With acks=0 nothing is written back; if any partition failed
+// partition). With acks=-1 the answer waits (up to TimeoutMillis) until
+// the high watermark passes the batch (acks.go); with the leader alone in
+// the ISR, as on a single node, that is as soon as the append returns.
+// With acks=0 nothing is written back; if any partition failed
 // the connection is closed instead, as Kafka does, so the producer
 // refreshes its metadata.
 //
@@ -153,7 +154,7 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 		if h.Transactional() {
 			return fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
 		}
-		if r.Acks == -1 && b.clustered() && int32(l.ISRSize) < cfg.MinInsyncReplicas {
+		if r.Acks == -1 && int32(l.ISRSize) < cfg.MinInsyncReplicas {
 			return fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", l.ISRSize, cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
 		}
 		if produceHook != nil {
@@ -169,7 +170,7 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	if cfg.LogAppendTime && !res.Duplicate {
 		sp.LogAppendTime = res.LogAppendTime
 	}
-	if r.Acks != -1 || !b.clustered() {
+	if r.Acks != -1 {
 		return ackWait{}, nil
 	}
 	return ackWait{p: p, sp: sp, last: res.LastOffset, epoch: epoch, minISR: cfg.MinInsyncReplicas}, nil

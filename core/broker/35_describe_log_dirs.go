@@ -74,8 +74,7 @@ func handleDescribeLogDirs(b *Broker, _ context.Context, req *wire.Request) (*wi
 	return reply(resp)
 }
 
-// holdsReplica reports whether this broker is one of p's replicas (always
-// in single-node mode).
+// holdsReplica reports whether this broker is one of p's replicas.
 func (b *Broker) holdsReplica(p *partition) bool {
-	return !b.clustered() || slices.Contains(p.State().View.Replicas, b.cfg.NodeID)
+	return slices.Contains(p.State().View.Replicas, b.cfg.NodeID)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vltava/vltava/core/cluster"
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
@@ -55,7 +56,7 @@ func storedReplicas(ctx context.Context, t *testing.T, s sdk.MetadataStore, name
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec topicRecord
+	var rec cluster.TopicRecord
 	if err := json.Unmarshal(resp.Value, &rec); err != nil {
 		t.Fatal(err)
 	}

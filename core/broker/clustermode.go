@@ -19,39 +19,22 @@ import (
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
-// Cluster mode (issue 5). With controller.quorum.voters set (or
-// Options.Cluster) the broker joins a cluster through core/cluster: it
-// registers, and the cluster's watcher tells it, partition by partition,
-// whether it leads, follows or does neither (clusterApplier). Without it
-// the broker is its own controller and leads every partition
-// (single-node mode, as before replication).
+// Every broker is a member of a cluster through core/cluster (issue 9:
+// a single node is a cluster of one): it registers, campaigns for the
+// controller role, and the cluster's watcher tells it, partition by
+// partition, whether it leads, follows or does neither (clusterApplier).
+// Without controller.quorum.voters the cluster is this broker alone over
+// the embedded local store, a combined broker and controller like
+// KRaft's single-node mode; it runs the same code as a three-broker
+// cluster.
 
-// clusterState is the broker's cluster-mode machinery; nil in single-node
-// mode.
+// clusterState is the broker's cluster machinery, set by startCluster
+// before the listener serves.
 type clusterState struct {
 	node     *cluster.Node
 	fetchers *replica.Fetchers
 	cancel   context.CancelFunc
 	live     atomic.Pointer[[]cluster.BrokerInfo]
-}
-
-// clustered reports whether the broker runs as a member of a cluster.
-func (b *Broker) clustered() bool { return b.cfg.ControllerQuorumVoters != "" || b.opts.Cluster }
-
-// initRole gives a newly opened partition its starting role: leader of
-// itself in single-node mode, nothing until the controller says so in a
-// cluster.
-func (b *Broker) initRole(p *partition) {
-	if b.clustered() {
-		return // part.None until the controller's state arrives
-	}
-	me := b.cfg.NodeID
-	p.LockTransitions()
-	defer p.UnlockTransitions()
-	v := part.View{Leader: me, LeaderEpoch: p.LeaderEpoch(), Replicas: []int32{me}, ISR: []int32{me}}
-	if _, err := p.BecomeLeaderLocked(me, v, time.Now()); err != nil {
-		b.logger.Error("broker: lead partition", "partition", p.String(), "err", err)
-	}
 }
 
 // waitForStore blocks until the metadata store answers, logging while it
@@ -147,15 +130,8 @@ func (b *Broker) stopCluster() error {
 	return errors.Join(errs...)
 }
 
-// liveBrokers lists the registered brokers (just this one in single-node
-// mode).
-func (b *Broker) liveBrokers() []cluster.BrokerInfo {
-	if b.cl == nil {
-		host, port := b.advertised()
-		return []cluster.BrokerInfo{{ID: b.cfg.NodeID, Host: host, Port: port, Rack: b.cfg.BrokerRack}}
-	}
-	return *b.cl.live.Load()
-}
+// liveBrokers lists the registered brokers.
+func (b *Broker) liveBrokers() []cluster.BrokerInfo { return *b.cl.live.Load() }
 
 // brokerInfo finds a live broker by ID.
 func (b *Broker) brokerInfo(id int32) (cluster.BrokerInfo, bool) {
@@ -169,8 +145,8 @@ func (b *Broker) brokerInfo(id int32) (cluster.BrokerInfo, bool) {
 
 // controllerID is the current controller's node ID (-1 if none).
 func (b *Broker) controllerID() int32 {
-	if b.cl == nil || b.cl.node == nil {
-		return b.cfg.NodeID
+	if b.cl.node == nil {
+		return -1 // still joining
 	}
 	return b.cl.node.ControllerID()
 }
@@ -191,9 +167,6 @@ func (a clusterApplier) ApplyPartition(topic string, p int32, st cluster.Partiti
 // ApplyBrokers implements cluster.Applier.
 func (a clusterApplier) ApplyBrokers(live []cluster.BrokerInfo) {
 	b := a.b
-	if b.cl == nil {
-		return
-	}
 	l := slices.Clone(live)
 	b.cl.live.Store(&l)
 	// Followers whose leader just (re)appeared, or moved, fetch from it.
@@ -221,7 +194,7 @@ func (a clusterApplier) ApplyFenced(fenced bool) {
 		return
 	}
 	b.logger.Info("broker: unfenced: re-applying partition states")
-	if b.cl == nil || b.cl.node == nil {
+	if b.cl.node == nil {
 		return
 	}
 	for _, t := range b.cl.node.Topics() {
@@ -360,7 +333,7 @@ func (b *Broker) refreshTopic(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	var rec topicRecord
+	var rec cluster.TopicRecord
 	if err := json.Unmarshal(resp.Value, &rec); err != nil {
 		return fmt.Errorf("broker: topic %s: %w", name, err)
 	}
@@ -401,7 +374,7 @@ func (b *Broker) createClusterTopicLocked(ctx context.Context, name string, part
 	if err != nil {
 		return nil, clusterErrorCode(err), err.Error()
 	}
-	rec := topicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
+	rec := cluster.TopicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
 	if prev := b.topic(name); prev != nil {
 		return prev, 0, "" // the watcher opened it first
 	}

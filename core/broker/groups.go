@@ -355,10 +355,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		return nil
 	}
 	n := b.cfg.OffsetsTopicNumPartitions
-	rf := int16(1)
-	if b.cl != nil {
-		rf = max(1, min(b.cfg.OffsetsTopicReplicationFactor, int16(len(b.liveBrokers()))))
-	}
+	rf := max(1, min(b.cfg.OffsetsTopicReplicationFactor, int16(len(b.liveBrokers()))))
 	_, code, msg := b.createTopic(ctx, offsetsTopic, n, rf, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}, false)
 	if code != 0 && code != errTopicAlreadyExists {
 		return fmt.Errorf("broker: create %s: %s (%s)", offsetsTopic, msg, kerr.ErrorForCode(code))

@@ -151,6 +151,16 @@ func (b *Broker) controllerID() int32 {
 	return b.cl.node.ControllerID()
 }
 
+// registered reports whether this broker is registered and not fenced,
+// as its view of the cluster shows.
+func (b *Broker) registered() bool {
+	n := b.cl.node
+	if n == nil || n.Fenced() {
+		return false
+	}
+	return slices.ContainsFunc(n.Brokers(), func(bi cluster.BrokerInfo) bool { return bi.ID == b.cfg.NodeID })
+}
+
 // clusterApplier turns the cluster watcher's calls into role changes.
 type clusterApplier struct{ b *Broker }
 
@@ -169,6 +179,11 @@ func (a clusterApplier) ApplyBrokers(live []cluster.BrokerInfo) {
 	b := a.b
 	l := slices.Clone(live)
 	b.cl.live.Store(&l)
+	if n := b.cl.node; n != nil && !n.Fenced() && !slices.ContainsFunc(l, func(bi cluster.BrokerInfo) bool { return bi.ID == b.cfg.NodeID }) {
+		// Our own registration is gone (a store restart lost the
+		// sessions): find out now, not at the next keep-alive.
+		n.CheckSession()
+	}
 	// Followers whose leader just (re)appeared, or moved, fetch from it.
 	for _, p := range b.meta.Load().allPartitions() {
 		p.LockTransitions()
@@ -360,6 +375,12 @@ func (b *Broker) refreshTopic(ctx context.Context, name string) error {
 // controller's placement, or assignment), then opens it here; the other
 // brokers open it when its partition states reach them. metaMu is held.
 func (b *Broker) createClusterTopicLocked(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (*topic, errorCode, string) {
+	if !b.registered() {
+		// The store lost this broker's session (a store restart, a long
+		// pause): until it has registered again it counts no live broker,
+		// itself included, so placement would wrongly find too few.
+		return nil, kerr.RequestTimedOut.Code, "this broker is registering with the metadata store again; retry"
+	}
 	if assignment != nil {
 		partitions, rf = -1, -1 // the assignment says both
 	}
@@ -372,6 +393,13 @@ func (b *Broker) createClusterTopicLocked(ctx context.Context, name string, part
 	}
 	ct, err := b.cl.node.CreateTopic(ctx, name, partitions, rf, assignment, configs)
 	if err != nil {
+		if errors.Is(err, kerr.InvalidReplicationFactor) || errors.Is(err, kerr.InvalidReplicaAssignment) {
+			if ok, rerr := b.cl.node.Registered(ctx); rerr != nil || !ok {
+				// Too few brokers because the store does not count this
+				// one right now (see registered): retriable.
+				return nil, kerr.RequestTimedOut.Code, "this broker is registering with the metadata store again; retry"
+			}
+		}
 		return nil, clusterErrorCode(err), err.Error()
 	}
 	rec := cluster.TopicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}

@@ -28,7 +28,7 @@
 //
 // # Locks
 //
-// Three locks, always taken in this order:
+// Four locks, always taken in this order:
 //
 //  1. trans (sync.Mutex): serializes role transitions. The broker holds
 //     it (LockTransitions) across replica.Fetchers.Unfollow/Follow and the

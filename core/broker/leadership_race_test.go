@@ -3,7 +3,6 @@ package broker
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -260,19 +259,18 @@ func TestLeadershipChurnReplicasIdentical(t *testing.T) {
 	}()
 
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
-		kgo.ProducerBatchMaxBytes(2<<20), kgo.MaxBufferedRecords(8), kgo.MetadataMinAge(50*time.Millisecond))
+		kgo.ProducerBatchMaxBytes(2<<20), kgo.MetadataMinAge(50*time.Millisecond))
 	value := bytes.Repeat([]byte("vltava "), (1<<20)/7)
 	end := time.Now().Add(dur)
 	acked, errs := 0, 0
 	var mu sync.Mutex
-	for i := 0; time.Now().Before(end) && ctx.Err() == nil; {
-		r := &kgo.Record{Topic: topic, Value: append([]byte(fmt.Sprint(i)), value...)}
-		full := false
-		cl.TryProduce(ctx, r, func(_ *kgo.Record, err error) {
-			if errors.Is(err, kgo.ErrMaxBuffered) {
-				full = true // TryProduce calls back at once when the buffer is full
-				return
-			}
+	for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
+		// Keep a few records in flight, so the loop ends on time
+		// however slow the acknowledgements are.
+		for cl.BufferedProduceRecords() >= 8 && time.Now().Before(end) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: append([]byte(fmt.Sprint(i)), value...)}, func(_ *kgo.Record, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
@@ -281,11 +279,6 @@ func TestLeadershipChurnReplicasIdentical(t *testing.T) {
 				t.Logf("produce: %v", err)
 			}
 		})
-		if full {
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
-		i++
 	}
 	close(stop) // then let the last writes settle
 	wg.Wait()

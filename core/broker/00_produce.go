@@ -6,7 +6,8 @@ package broker
 // TransactionalID; v5 adds LogStartOffset to the response; v7 is the first
 // that may carry zstd batches (KIP-110); v8 adds per-partition error
 // messages (KIP-467); v9 is flexible (KIP-482); v10 and v11 add tagged
-// leader hints for NOT_LEADER errors, which a single broker never sends.
+// leader hints for NOT_LEADER_OR_FOLLOWER (KIP-951): the partition's
+// CurrentLeader and the leader's endpoint in Brokers (leaderhint.go).
 //
 // Each partition is answered on its own, in request order: one bad batch
 // does not affect the other partitions of the request. Per partition:
@@ -29,9 +30,10 @@ package broker
 //     with its original base offset and no error.
 //
 // Acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every
-// partition). On a single broker acks=-1 and acks=1 are the same: the high
-// watermark advances as soon as the append returns, so TimeoutMillis is
-// not used. With acks=0 nothing is written back; if any partition failed
+// partition). With acks=-1 the answer waits (up to TimeoutMillis) until
+// the high watermark passes the batch (acks.go); with the leader alone in
+// the ISR, as on a single node, that is as soon as the append returns.
+// With acks=0 nothing is written back; if any partition failed
 // the connection is closed instead, as Kafka does, so the producer
 // refreshes its metadata.
 //
@@ -50,6 +52,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vltava/vltava/core/log"
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/record"
 	"github.com/vltava/vltava/core/wire"
 )
@@ -65,6 +68,7 @@ func handleProduce(b *Broker, ctx context.Context, req *wire.Request) (*wire.Res
 	snap := b.meta.Load()
 	failed := 0
 	var pending []ackWait
+	var hints hintEndpoints // KIP-951 (leaderhint.go)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
 	for i := range r.Topics {
 		rt, st := &r.Topics[i], &resp.Topics[i]
@@ -90,6 +94,12 @@ func handleProduce(b *Broker, ctx context.Context, req *wire.Request) (*wire.Res
 			if err != nil {
 				failed++
 				setProduceError(b, req, r, rt.Topic, sp, err)
+				if sp.ErrorCode == kerr.NotLeaderForPartition.Code && r.Version >= 10 && t != nil {
+					if h, ok := b.leaderHintFor(t.partition(sp.Partition)); ok {
+						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.id, h.epoch
+						hints.add(h.endpoint)
+					}
+				}
 			}
 		}
 	}
@@ -97,6 +107,9 @@ func handleProduce(b *Broker, ctx context.Context, req *wire.Request) (*wire.Res
 		if err := b.awaitAcks(ctx, req, r, pending); err != nil {
 			return nil, err
 		}
+	}
+	if len(hints) > 0 {
+		resp.Brokers = hints.produceBrokers()
 	}
 	if r.Acks == 0 {
 		if failed > 0 {
@@ -122,44 +135,55 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	if p == nil {
 		return ackWait{}, kerr.UnknownTopicOrPartition
 	}
-	if !p.isLeader() {
-		return ackWait{}, kerr.NotLeaderForPartition
-	}
-	if err := checkProduceFraming(records, r.Version); err != nil {
-		return ackWait{}, err
-	}
-	cfg := p.cfg.Load()
-	h, err := record.Validate(records, record.ValidateOptions{
-		MaxBatchBytes: int(cfg.MaxMessageBytes),
-		RequireKeys:   slices.Contains(cfg.CleanupPolicy, "compact"),
+	cfg := p.Config()
+	var numRecords int32
+	// The leader check, the validation and the append run under the
+	// partition's leader/ISR lock (held for read): leadership can not move
+	// in between, so the batch is written under the epoch that was checked
+	// or not at all (issue 9, fault 1).
+	res, epoch, err := p.AppendAsLeader(records, now, func(l part.Leading) error {
+		if err := checkProduceFraming(records, r.Version); err != nil {
+			return err
+		}
+		h, err := record.Validate(records, record.ValidateOptions{
+			MaxBatchBytes: int(cfg.MaxMessageBytes),
+			RequireKeys:   slices.Contains(cfg.CleanupPolicy, "compact"),
+		})
+		if err != nil {
+			return err
+		}
+		if h.Transactional() {
+			return fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
+		}
+		numRecords = h.NumRecords
+		if r.Acks == -1 && int32(l.ISRSize) < cfg.MinInsyncReplicas {
+			return fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", l.ISRSize, cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
+		}
+		if produceHook != nil {
+			produceHook(p)
+		}
+		return nil
 	})
 	if err != nil {
 		return ackWait{}, err
 	}
-	if h.Transactional() {
-		return ackWait{}, fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
-	}
-	epoch := p.leaderEpoch.Load()
-	if r.Acks == -1 && p.clustered && int32(p.isrSize()) < cfg.MinInsyncReplicas {
-		return ackWait{}, fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", p.isrSize(), cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
-	}
-	res, err := p.append(records, now)
-	if err != nil {
-		return ackWait{}, err
-	}
 	if !res.Duplicate {
-		p.traffic.in(len(records), h.NumRecords)
+		p.traffic.in(len(records), numRecords)
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogStartOffset = res.LogStartOffset
 	if cfg.LogAppendTime && !res.Duplicate {
 		sp.LogAppendTime = res.LogAppendTime
 	}
-	if r.Acks != -1 || !p.clustered {
+	if r.Acks != -1 {
 		return ackWait{}, nil
 	}
 	return ackWait{p: p, sp: sp, last: res.LastOffset, epoch: epoch, minISR: cfg.MinInsyncReplicas}, nil
 }
+
+// produceHook, when set by a test, runs between produceTo's leader check
+// and its append.
+var produceHook func(p *partition)
 
 // checkProduceFraming applies Kafka's request-level rules for produce v3+:
 // exactly one batch, of magic 2, and zstd only from v7 on.

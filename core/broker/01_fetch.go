@@ -8,7 +8,9 @@ package broker
 // v9 CurrentLeaderEpoch (KIP-320); v11 Rack and PreferredReadReplica
 // (KIP-392); v12 is flexible, with LastFetchedEpoch; v13 names topics by ID
 // (KIP-516); v15 moves ReplicaID into ReplicaState (KIP-903); v16 adds
-// NodeEndpoints for NOT_LEADER hints.
+// NodeEndpoints: partitions answered NOT_LEADER_OR_FOLLOWER or
+// FENCED_LEADER_EPOCH carry CurrentLeader and the response the leader's
+// endpoint (KIP-951, leaderhint.go).
 //
 // Per partition, in request order:
 //
@@ -64,6 +66,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vltava/vltava/core/log"
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/wire"
 )
 
@@ -103,6 +106,9 @@ func handleFetch(b *Broker, ctx context.Context, req *wire.Request) (*wire.Respo
 		return reply(resp)
 	}
 	parts := b.fetchPlan(r, resp)
+	if r.Version >= 16 {
+		b.fetchLeaderHints(r, resp)
+	}
 	fr := &fetchRead{ranges: make([]wire.FileRange, len(parts))}
 	if err := b.fetchWait(ctx, r, parts, fr); err != nil {
 		fr.release()
@@ -185,25 +191,24 @@ func (b *Broker) fetchPlan(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fet
 				setFetchError(sp, kerr.UnknownTopicOrPartition.Code)
 			default:
 				fp.p = t.partition(rp.Partition)
+				st := fp.p.State() // role and epoch from one snapshot
 				if r.Version >= 9 {
-					if code := checkLeaderEpoch(fp.p, rp.CurrentLeaderEpoch); code != 0 {
+					if code := checkLeaderEpoch(st.View.LeaderEpoch, rp.CurrentLeaderEpoch); code != 0 {
 						setFetchError(sp, code)
 						fp.p = nil
 						break
 					}
 				}
-				if !fp.p.isLeader() {
+				if st.Role != part.Leader {
 					setFetchError(sp, kerr.NotLeaderForPartition.Code)
 					fp.p = nil
 					break
 				}
 				if replicaID >= 0 {
 					fp.replica = true
-					if b.replicaDiverged(fp.p, r, rp, sp) {
+					if b.replicaFetched(fp.p, replicaID, st.View.LeaderEpoch, r, rp, sp, now) {
 						fp.p = nil
-						break
 					}
-					fp.p.followerFetched(replicaID, rp.FetchOffset, now)
 				}
 			}
 			parts = append(parts, fp)
@@ -212,10 +217,37 @@ func (b *Broker) fetchPlan(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fet
 	return parts
 }
 
+// fetchLeaderHints adds KIP-951's CurrentLeader to partitions answered
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and the leaders'
+// endpoints to the response.
+func (b *Broker) fetchLeaderHints(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	snap := b.meta.Load()
+	var hints hintEndpoints
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		t := snap.byID[r.Topics[i].TopicID]
+		if t == nil {
+			continue
+		}
+		for j := range st.Partitions {
+			sp := &st.Partitions[j]
+			if sp.ErrorCode != kerr.NotLeaderForPartition.Code && sp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+				continue
+			}
+			if h, ok := b.leaderHintFor(t.partition(sp.Partition)); ok {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.id, h.epoch
+				hints.add(h.endpoint)
+			}
+		}
+	}
+	if len(hints) > 0 {
+		resp.Brokers = hints.fetchBrokers()
+	}
+}
+
 // checkLeaderEpoch applies KIP-320's fencing: -1 skips the check, an
 // older epoch is fenced, a newer one is not known here yet.
-func checkLeaderEpoch(p *partition, epoch int32) int16 {
-	cur := p.leaderEpoch.Load()
+func checkLeaderEpoch(cur, epoch int32) int16 {
 	switch {
 	case epoch == -1 || epoch == cur:
 		return 0
@@ -245,7 +277,7 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 		chs = chs[:0]
 		for i := range parts {
 			if parts[i].p != nil {
-				chs = append(chs, parts[i].p.hwChanged())
+				chs = append(chs, parts[i].p.HWChanged())
 				if parts[i].replica {
 					chs = append(chs, parts[i].p.log.Changed())
 				}
@@ -326,7 +358,7 @@ func (b *Broker) fetchRound(r *kmsg.FetchRequest, parts []fetchPart, fr *fetchRe
 // returns nil when there is nothing to send.
 func (b *Broker) fetchPartition(fp *fetchPart, limit int64, first bool) (*log.Slice, int16) {
 	p, sp := fp.p, fp.sp
-	hw := p.highWatermark()
+	hw := p.HighWatermark()
 	start, end := p.log.StartOffset(), p.log.EndOffset()
 	sp.ErrorCode = 0
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, start
@@ -405,22 +437,30 @@ func fetchReplicaID(r *kmsg.FetchRequest) int32 {
 	return r.ReplicaID
 }
 
-// replicaDiverged checks a follower's LastFetchedEpoch (v12+) against the
-// leader's epoch cache and, if its log diverged, fills DivergingEpoch
-// with where it must truncate to. It reports whether it did.
-func (b *Broker) replicaDiverged(p *partition, r *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) bool {
-	if r.Version < 12 || rp.LastFetchedEpoch < 0 {
+// replicaFetched is the leader side of a follower's fetch at the leader
+// epoch the request was checked against: a follower whose log diverged
+// (LastFetchedEpoch, v12+) gets DivergingEpoch with where to truncate to;
+// otherwise its position is recorded (which may advance the high
+// watermark). It reports whether the partition is answered already (no
+// records to read).
+func (b *Broker) replicaFetched(p *partition, id, epoch int32, r *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, now time.Time) bool {
+	last := rp.LastFetchedEpoch
+	if r.Version < 12 {
+		last = -1
+	}
+	div, err := p.ReplicaFetched(id, epoch, rp.FetchOffset, last, now)
+	if err != nil { // leadership moved since the check
+		setFetchError(sp, kerr.NotLeaderForPartition.Code)
+		return true
+	}
+	if div == nil {
 		return false
 	}
-	epoch, end := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch)
-	if epoch == rp.LastFetchedEpoch && end >= rp.FetchOffset {
-		return false
-	}
-	hw := p.highWatermark()
+	hw := p.HighWatermark()
 	sp.ErrorCode = 0
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
-	sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = epoch, end
+	sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = div.Epoch, div.EndOffset
 	b.logger.Info("broker: follower log diverged", "partition", p.String(), "fetch_offset", rp.FetchOffset,
-		"last_fetched_epoch", rp.LastFetchedEpoch, "diverging_epoch", epoch, "end_offset", end)
+		"last_fetched_epoch", rp.LastFetchedEpoch, "diverging_epoch", div.Epoch, "end_offset", div.EndOffset)
 	return true
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/twmb/franz-go/pkg/kversion"
+	part "github.com/vltava/vltava/core/partition"
 
 	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/core/record"
@@ -342,7 +344,13 @@ func TestFetchLeaderEpoch(t *testing.T) {
 	cl := testClient(t, b)
 	createTopic(t, cl, "ep", 1, nil)
 	const epoch = 5
-	b.topic("ep").partitions[0].leaderEpoch.Store(epoch) // as if leadership had moved five times
+	p := b.topic("ep").partitions[0] // as if leadership had moved five times
+	p.LockTransitions()
+	me := b.cfg.NodeID
+	if _, err := p.BecomeLeaderLocked(me, part.View{Leader: me, LeaderEpoch: epoch, Replicas: []int32{me}, ISR: []int32{me}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p.UnlockTransitions()
 	for _, c := range []struct {
 		epoch int32
 		want  *kerr.Error

@@ -65,10 +65,10 @@ func handleListOffsets(b *Broker, _ context.Context, req *wire.Request) (*wire.R
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !p.isLeader():
+			case !p.IsLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			case r.Version >= 4 && checkLeaderEpoch(p, rp.CurrentLeaderEpoch) != 0:
-				sp.ErrorCode = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+			case r.Version >= 4 && checkLeaderEpoch(p.LeaderEpoch(), rp.CurrentLeaderEpoch) != 0:
+				sp.ErrorCode = checkLeaderEpoch(p.LeaderEpoch(), rp.CurrentLeaderEpoch)
 			default:
 				b.listOffset(p, rp.Timestamp, sp)
 			}
@@ -123,8 +123,8 @@ func (b *Broker) listOffset(p *partition, ts int64, sp *kmsg.ListOffsetsResponse
 		sp.ErrorCode = kerr.KafkaStorageError.Code
 		return
 	}
-	hw := p.highWatermark()
-	sp.LeaderEpoch = p.leaderEpoch.Load()
+	hw := p.HighWatermark()
+	sp.LeaderEpoch = p.LeaderEpoch()
 	switch ts {
 	case listEarliest, listEarliestLocal:
 		// The log start offset, as in Kafka: a replica resolving an

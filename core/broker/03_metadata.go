@@ -93,21 +93,21 @@ func (b *Broker) metadataTopic(t *topic, name string) kmsg.MetadataResponseTopic
 	for _, p := range t.partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.index
-		v := p.viewOf()
-		mp.Leader, mp.LeaderEpoch = v.leader, v.leaderEpoch
-		mp.Replicas, mp.ISR = v.replicas, v.isr
+		v := p.State().View
+		mp.Leader, mp.LeaderEpoch = v.Leader, v.LeaderEpoch
+		mp.Replicas, mp.ISR = v.Replicas, v.ISR
 		if mp.Replicas == nil {
 			mp.Replicas = []int32{}
 		}
 		if mp.ISR == nil {
 			mp.ISR = []int32{}
 		}
-		for _, id := range v.replicas {
+		for _, id := range v.Replicas {
 			if _, ok := b.brokerInfo(id); !ok {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
 			}
 		}
-		if v.leader < 0 {
+		if v.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)

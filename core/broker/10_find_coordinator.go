@@ -70,9 +70,9 @@ func (b *Broker) findCoordinator(ctx context.Context, typ int8, key string) kmsg
 		return fail(kerr.CoordinatorNotAvailable.Code, "no leader")
 	}
 	// The coordinator is the partition's leader (on one broker, us).
-	v := p.viewOf()
-	bi, ok := b.brokerInfo(v.leader)
-	if v.leader < 0 || !ok {
+	v := p.State().View
+	bi, ok := b.brokerInfo(v.Leader)
+	if v.Leader < 0 || !ok {
 		return fail(kerr.CoordinatorNotAvailable.Code, "the coordinator's __consumer_offsets partition has no leader")
 	}
 	c.NodeID, c.Host, c.Port = bi.ID, bi.Host, bi.Port

@@ -44,15 +44,10 @@ func (b *Broker) createOneTopic(ctx context.Context, r *kmsg.CreateTopicsRequest
 		if partitions != -1 || rf != -1 {
 			return kerr.InvalidRequest.Code, "both a replica assignment and a partition count or replication factor were given"
 		}
-		if b.cl == nil {
-			if code, msg := b.checkAssignment(rt.ReplicaAssignment); code != 0 {
-				return code, msg
-			}
-		}
 		partitions, rf = int32(len(rt.ReplicaAssignment)), int16(len(rt.ReplicaAssignment[0].Replicas))
 	}
 	var assignment [][]int32
-	if b.cl != nil && len(rt.ReplicaAssignment) > 0 {
+	if len(rt.ReplicaAssignment) > 0 {
 		for i, a := range rt.ReplicaAssignment {
 			if a.Partition != int32(i) {
 				return kerr.InvalidReplicaAssignment.Code, "partitions in an assignment must be numbered 0..n-1 in order"
@@ -81,25 +76,6 @@ func (b *Broker) createOneTopic(ctx context.Context, r *kmsg.CreateTopicsRequest
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.Source, c.ReadOnly = e.name, kmsg.StringPtr(e.value), int8(e.source), e.readOnly
 		st.Configs = append(st.Configs, c)
-	}
-	return 0, ""
-}
-
-// checkAssignment accepts manual assignments that place every partition on
-// this broker, the only one there is.
-func (b *Broker) checkAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment) (errorCode, string) {
-	for i, a := range as {
-		if a.Partition != int32(i) {
-			return kerr.InvalidReplicaAssignment.Code, "partitions in an assignment must be numbered 0..n-1 in order"
-		}
-		if len(a.Replicas) != len(as[0].Replicas) {
-			return kerr.InvalidReplicaAssignment.Code, "every partition must have the same number of replicas"
-		}
-		for _, r := range a.Replicas {
-			if r != b.cfg.NodeID {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("broker %d is not registered", r)
-			}
-		}
 	}
 	return 0, ""
 }

@@ -51,9 +51,9 @@ func handleDeleteRecords(b *Broker, _ context.Context, req *wire.Request) (*wire
 			switch {
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !p.isLeader():
+			case !p.IsLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			case !p.cfg.Load().Deletes():
+			case !p.Config().Deletes():
 				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:
 				sp.LowWatermark, sp.ErrorCode = b.deleteRecords(p, rp.Offset)
@@ -66,7 +66,7 @@ func handleDeleteRecords(b *Broker, _ context.Context, req *wire.Request) (*wire
 // deleteRecords moves p's log start to offset (-1: the high watermark) and
 // returns the new log start offset or an error code.
 func (b *Broker) deleteRecords(p *partition, offset int64) (int64, int16) {
-	hw := p.highWatermark()
+	hw := p.HighWatermark()
 	if offset == -1 {
 		offset = hw
 	}

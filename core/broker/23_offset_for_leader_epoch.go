@@ -47,10 +47,10 @@ func handleOffsetForLeaderEpoch(b *Broker, _ context.Context, req *wire.Request)
 			switch {
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !p.isLeader() && !(r.Version >= 3 && r.ReplicaID == -2):
+			case !p.IsLeader() && !(r.Version >= 3 && r.ReplicaID == -2):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			case r.Version >= 2 && checkLeaderEpoch(p, rp.CurrentLeaderEpoch) != 0:
-				sp.ErrorCode = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
+			case r.Version >= 2 && checkLeaderEpoch(p.LeaderEpoch(), rp.CurrentLeaderEpoch) != 0:
+				sp.ErrorCode = checkLeaderEpoch(p.LeaderEpoch(), rp.CurrentLeaderEpoch)
 			default:
 				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
 			}

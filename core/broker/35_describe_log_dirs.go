@@ -45,8 +45,8 @@ func handleDescribeLogDirs(b *Broker, _ context.Context, req *wire.Request) (*wi
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition = i
 			dp.Size = p.log.Size()
-			if !p.isLeader() {
-				dp.OffsetLag = max(0, p.viewHW()-p.log.EndOffset())
+			if !p.IsLeader() {
+				dp.OffsetLag = max(0, p.HighWatermark()-p.log.EndOffset())
 			}
 			dt.Partitions = append(dt.Partitions, dp)
 		}
@@ -74,13 +74,7 @@ func handleDescribeLogDirs(b *Broker, _ context.Context, req *wire.Request) (*wi
 	return reply(resp)
 }
 
-// holdsReplica reports whether this broker is one of p's replicas (always
-// in single-node mode).
+// holdsReplica reports whether this broker is one of p's replicas.
 func (b *Broker) holdsReplica(p *partition) bool {
-	v := p.viewOf()
-	return !p.clustered || v == nil || slices.Contains(v.replicas, b.cfg.NodeID)
+	return slices.Contains(p.State().View.Replicas, b.cfg.NodeID)
 }
-
-// viewHW is the high watermark a follower last learned from its leader
-// (its own), used as the lag reference.
-func (p *partition) viewHW() int64 { return p.highWatermark() }

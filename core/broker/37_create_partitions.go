@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/cluster"
 	"github.com/vltava/vltava/core/wire"
 )
 
@@ -46,44 +48,28 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	if rt.Count <= have {
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the new count must be larger, not %d", rt.Topic, have, rt.Count)
 	}
-	if b.cl != nil {
-		var assignment [][]int32
-		for _, a := range rt.Assignment {
-			assignment = append(assignment, a.Replicas)
-		}
-		ct, err := b.cl.node.CreatePartitions(ctx, rt.Topic, rt.Count, assignment, validateOnly)
-		if err != nil {
-			return clusterErrorCode(err), err.Error()
-		}
-		if validateOnly {
-			return 0, ""
-		}
-		rec := topicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
-		nt, err := b.openTopic(rt.Topic, rec, ct.Version, t)
-		if err != nil {
-			return errKafkaStorage, err.Error()
-		}
-		b.meta.Store(b.meta.Load().with(nt))
-		b.logger.Info("broker: added partitions", "topic", rt.Topic, "from", have, "to", rt.Count)
-		return 0, ""
+	var assignment [][]int32
+	for _, a := range rt.Assignment {
+		assignment = append(assignment, a.Replicas)
 	}
-	if rt.Assignment != nil {
-		if int32(len(rt.Assignment)) != rt.Count-have {
-			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("%d assignments for %d new partitions", len(rt.Assignment), rt.Count-have)
-		}
-		for _, a := range rt.Assignment {
-			if len(a.Replicas) != 1 || a.Replicas[0] != b.cfg.NodeID {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("replicas %v: only broker %d exists", a.Replicas, b.cfg.NodeID)
-			}
-		}
+	ct, err := b.cl.node.CreatePartitions(ctx, rt.Topic, rt.Count, assignment, validateOnly)
+	if err != nil {
+		return clusterErrorCode(err), err.Error()
 	}
 	if validateOnly {
 		return 0, ""
 	}
-	if _, err := b.updateTopicLocked(ctx, t, rt.Count, t.overrides); err != nil {
-		b.logger.Error("broker: create partitions", "topic", rt.Topic, "err", err)
-		return storeErrorCode(err), err.Error()
+	rec := cluster.TopicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
+	nt, err := b.openTopic(rt.Topic, rec, ct.Version, t)
+	if err != nil {
+		return errKafkaStorage, err.Error()
 	}
+	b.meta.Store(b.meta.Load().with(nt))
 	b.logger.Info("broker: added partitions", "topic", rt.Topic, "from", have, "to", rt.Count)
+	// Wait (with metaMu released) until the new partitions have their
+	// states here, so they are served when CreatePartitions answers.
+	b.metaMu.Unlock()
+	b.waitPartitionStates(ctx, nt.partitions[have:])
+	b.metaMu.Lock()
 	return 0, ""
 }

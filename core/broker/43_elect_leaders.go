@@ -13,7 +13,7 @@ package broker
 // leads (or an unclean election finds a leader), PREFERRED_LEADER_NOT_
 // AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION.
 // With a null Topics, partitions that needed nothing are left out, as in
-// Kafka. In single-node mode every partition is already led by its only
+// Kafka. On a single node every partition is already led by its only
 // (preferred) replica: ELECTION_NOT_NEEDED.
 
 import (
@@ -45,26 +45,9 @@ func handleElectLeaders(b *Broker, ctx context.Context, req *wire.Request) (*wir
 	}
 	all := r.Topics == nil
 	results := map[cluster.TopicPartition]error{}
-	if b.cl != nil {
-		cctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 1000))*time.Millisecond)
-		results = b.cl.node.ElectLeaders(cctx, preferred, parts...)
-		cancel()
-	} else {
-		if all {
-			for _, t := range b.meta.Load().byName {
-				for i := range t.partitions {
-					parts = append(parts, cluster.TopicPartition{Topic: t.name, Partition: int32(i)})
-				}
-			}
-		}
-		for _, tp := range parts {
-			if t := b.topic(tp.Topic); t == nil || t.partition(tp.Partition) == nil {
-				results[tp] = kerr.UnknownTopicOrPartition
-			} else {
-				results[tp] = kerr.ElectionNotNeeded
-			}
-		}
-	}
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 1000))*time.Millisecond)
+	results = b.cl.node.ElectLeaders(cctx, preferred, parts...)
+	cancel()
 	byTopic := map[string]*kmsg.ElectLeadersResponseTopic{}
 	var names []string
 	for tp, err := range results {

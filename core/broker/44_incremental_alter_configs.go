@@ -118,7 +118,7 @@ func (b *Broker) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
 	}
-	if b.cl != nil && !validateOnly {
+	if !validateOnly {
 		// Through the cluster, so every replica hears it (clusterconfigs.go).
 		b.metaMu.Unlock()
 		defer b.metaMu.Lock()
@@ -133,16 +133,5 @@ func (b *Broker) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 			return kerr.InvalidConfig.Code, err.Error()
 		}
 	}
-	if validateOnly {
-		return 0, ""
-	}
-	if len(next) == 0 {
-		next = nil
-	}
-	if _, err := b.updateTopicLocked(ctx, t, int32(len(t.partitions)), next); err != nil {
-		b.logger.Error("broker: alter configs", "topic", name, "err", err)
-		return storeErrorCode(err), err.Error()
-	}
-	b.logger.Info("broker: altered topic configs", "topic", name, "configs", next)
 	return 0, ""
 }

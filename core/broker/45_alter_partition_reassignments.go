@@ -7,15 +7,12 @@ package broker
 // drops the old replicas once every target replica is in the ISR.
 //
 // Per partition: INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS
-// (cancel without one), UNKNOWN_TOPIC_OR_PARTITION. In single-node mode
-// the only valid target is the current single replica (no change).
+// (cancel without one), UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"context"
-	"slices"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vltava/vltava/core/cluster"
@@ -31,27 +28,9 @@ func handleAlterPartitionReassignments(b *Broker, ctx context.Context, req *wire
 			targets[cluster.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.Replicas
 		}
 	}
-	var results map[cluster.TopicPartition]error
-	if b.cl != nil {
-		cctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 1000))*time.Millisecond)
-		results = b.cl.node.AlterReassignments(cctx, targets)
-		cancel()
-	} else {
-		results = map[cluster.TopicPartition]error{}
-		for tp, target := range targets {
-			t := b.topic(tp.Topic)
-			switch {
-			case t == nil || t.partition(tp.Partition) == nil:
-				results[tp] = kerr.UnknownTopicOrPartition
-			case target == nil:
-				results[tp] = kerr.NoReassignmentInProgress
-			case !slices.Equal(target, []int32{b.cfg.NodeID}):
-				results[tp] = kerr.InvalidReplicaAssignment
-			default:
-				results[tp] = nil
-			}
-		}
-	}
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 1000))*time.Millisecond)
+	results := b.cl.node.AlterReassignments(cctx, targets)
+	cancel()
 	for _, rt := range r.Topics {
 		st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		st.Topic = rt.Topic

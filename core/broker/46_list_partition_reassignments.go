@@ -3,7 +3,7 @@ package broker
 // ListPartitionReassignments v0 (KIP-455): the reassignments in progress,
 // for the named partitions or (Topics null) all of them, with the full
 // replica list and the replicas being added and removed. Partitions not
-// being reassigned are left out. Single-node mode never has any.
+// being reassigned are left out.
 
 import (
 	"context"
@@ -16,9 +16,6 @@ import (
 func handleListPartitionReassignments(b *Broker, _ context.Context, req *wire.Request) (*wire.Response, error) {
 	r := req.Body.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	if b.cl == nil {
-		return reply(resp)
-	}
 	want := map[string]map[int32]bool{}
 	for _, rt := range r.Topics {
 		want[rt.Topic] = map[int32]bool{}

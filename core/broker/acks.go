@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/wire"
 )
 
@@ -59,12 +60,12 @@ func (b *Broker) awaitAcks(ctx context.Context, req *wire.Request, r *kmsg.Produ
 func (b *Broker) awaitAck(ctx context.Context, w ackWait, timeout <-chan time.Time, expired *bool) error {
 	p := w.p
 	for {
-		ch := p.hwChanged() // before the checks, so no advance is missed
-		if !p.isLeader() || p.leaderEpoch.Load() != w.epoch {
+		ch := p.HWChanged() // before the checks, so no advance is missed
+		if st := p.State(); st.Role != part.Leader || st.View.LeaderEpoch != w.epoch {
 			return fmt.Errorf("leadership moved while waiting for replicas: %w", kerr.NotLeaderForPartition)
 		}
-		if p.highWatermark() > w.last {
-			if n := p.isrSize(); int32(n) < w.minISR {
+		if p.HighWatermark() > w.last {
+			if n := p.ISRSize(); int32(n) < w.minISR {
 				return fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", n, w.minISR, kerr.NotEnoughReplicasAfterAppend)
 			}
 			return nil

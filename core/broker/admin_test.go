@@ -195,7 +195,7 @@ func TestAlterConfigsAndPartitions(t *testing.T) {
 		t.Errorf("unknown key: %v, want INVALID_CONFIG", resps[0].Err)
 	}
 	tp := b.topic("t")
-	if got := tp.partitions[0].cfg.Load(); !slices.Equal(got.CleanupPolicy, []string{"compact", "delete"}) || got.RetentionBytes != 1000 {
+	if got := tp.partitions[0].Config(); !slices.Equal(got.CleanupPolicy, []string{"compact", "delete"}) || got.RetentionBytes != 1000 {
 		t.Errorf("effective config %+v", got)
 	}
 

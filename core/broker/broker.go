@@ -35,9 +35,10 @@ type Options struct {
 	// Assignors serve KIP-848 consumer groups, preferred first. Nil means
 	// the built-in ones (uniform, range) in group.consumer.assignors order.
 	Assignors []sdk.Assignor
-	// Cluster joins a cluster through core/cluster over Store even without
-	// controller.quorum.voters (tests run several brokers over one shared
-	// store this way).
+	// Cluster is kept for callers written before every broker joined a
+	// cluster; it has no effect: a broker always runs core/cluster, over
+	// Store (several brokers can share one, as tests do) or, without
+	// controller.quorum.voters, over its embedded local store alone.
 	Cluster bool
 	// ObserveRequest, when set, is told of every request the handler table
 	// served: its API key and how long the handler took (a long poll's wait
@@ -148,10 +149,8 @@ func (b *Broker) start() error {
 		}
 		b.store, b.ownsStore = st, true
 	}
-	if b.clustered() {
-		if err := b.waitForStore(); err != nil {
-			return err
-		}
+	if err := b.waitForStore(); err != nil {
+		return err
 	}
 	if err := b.loadTopics(context.Background()); err != nil {
 		return err
@@ -185,6 +184,18 @@ func (b *Broker) start() error {
 		Listener:                     protocol,
 		Logger:                       b.logger,
 	}, b)
+	// Join the cluster (a cluster of one without controller.quorum.
+	// voters) before serving: handlers rely on the cluster state. The
+	// listener is bound already: its address is registered, and clients
+	// wait in its backlog meanwhile.
+	if err := b.startCluster(); err != nil {
+		return err
+	}
+	// Partitions the cluster has no state for yet (a data directory of a
+	// single node written before it ran as a cluster of one: topics
+	// without a replica assignment) get one from the controller; serve
+	// once they have it, as a single node always did.
+	b.waitPartitionStates(context.Background(), b.meta.Load().allPartitions())
 	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
@@ -198,11 +209,6 @@ func (b *Broker) start() error {
 	}()
 	b.startCleaner()
 	b.startQuotas()
-	if b.clustered() {
-		if err := b.startCluster(); err != nil {
-			return err
-		}
-	}
 	b.logger.Info("broker: serving", "addr", ln.Addr().String(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
 	return nil
 }
@@ -283,7 +289,7 @@ func (b *Broker) maintain() {
 			for _, p := range b.meta.Load().allPartitions() {
 				// Retention stays below the high watermark: followers may
 				// still need what is above it, whatever its timestamps.
-				if err := p.log.Maintain(now, p.highWatermark()); err != nil {
+				if err := p.log.Maintain(now, p.HighWatermark()); err != nil {
 					b.logger.Warn("broker: log maintenance", "partition", p.String(), "err", err)
 				}
 			}

@@ -35,7 +35,7 @@ func (b *Broker) stopCleaner() {
 func (b *Broker) compactedLogs() []*log.Log {
 	var out []*log.Log
 	for _, p := range b.meta.Load().allPartitions() {
-		if p.cfg.Load().Compacts() {
+		if p.Config().Compacts() {
 			out = append(out, p.log)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vltava/vltava/core/cluster"
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
@@ -55,7 +56,7 @@ func storedReplicas(ctx context.Context, t *testing.T, s sdk.MetadataStore, name
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec topicRecord
+	var rec cluster.TopicRecord
 	if err := json.Unmarshal(resp.Value, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestClusterAlterConfigsReachesFollowers(t *testing.T) {
 	cl := c.client()
 	assignment := [][]int32{{1, 2, 3}, {2, 3, 1}}
 	c.createAssigned(ctx, cl, "cfg", assignment)
-	leader := c.partitionMeta(1, "cfg", 0).leader
+	leader := c.partitionMeta(1, "cfg", 0).Leader
 
 	// IncrementalAlterConfigs sent to the leader of partition 0.
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -95,7 +96,7 @@ func TestClusterAlterConfigsReachesFollowers(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		c.waitFor("broker "+strconv.Itoa(int(id))+" applies the new configs", func() bool {
 			for _, p := range c.broker(id).topic("cfg").partitions {
-				cfg := p.cfg.Load()
+				cfg := p.Config()
 				if cfg.RetentionMs != 123456 || cfg.MinInsyncReplicas != 2 || !slices.Equal(cfg.CleanupPolicy, []string{"compact"}) {
 					return false
 				}
@@ -130,7 +131,7 @@ func TestClusterAlterConfigsReachesFollowers(t *testing.T) {
 	def := c.cfgs[1].LogRetentionMs
 	for id := int32(1); id <= 3; id++ {
 		c.waitFor("every broker applies the replaced configs", func() bool {
-			cfg := c.broker(id).topic("cfg").partition(1).cfg.Load()
+			cfg := c.broker(id).topic("cfg").partition(1).Config()
 			return cfg.SegmentBytes == 2097152 && cfg.RetentionMs == def && cfg.MinInsyncReplicas == c.cfgs[1].MinInsyncReplicas
 		})
 	}
@@ -139,8 +140,8 @@ func TestClusterAlterConfigsReachesFollowers(t *testing.T) {
 	}
 	for p, want := range assignment {
 		for id := int32(1); id <= 3; id++ {
-			if v := c.partitionMeta(id, "cfg", int32(p)); !slices.Equal(v.replicas, want) {
-				t.Errorf("broker %d: cfg-%d replicas %v, want %v", id, p, v.replicas, want)
+			if v := c.partitionMeta(id, "cfg", int32(p)); !slices.Equal(v.Replicas, want) {
+				t.Errorf("broker %d: cfg-%d replicas %v, want %v", id, p, v.Replicas, want)
 			}
 		}
 	}
@@ -157,11 +158,11 @@ func TestClusterElectPreferredLeader(t *testing.T) {
 	produceAcksAll(ctx, t, cl, "el", 20)
 
 	c.stop(1) // controlled shutdown: leadership moves to 2
-	c.waitFor("broker 2 leads", func() bool { v := c.partitionMeta(2, "el", 0); return v.leader == 2 })
+	c.waitFor("broker 2 leads", func() bool { v := c.partitionMeta(2, "el", 0); return v.Leader == 2 })
 	c.start(1)
 	c.waitFor("broker 1 is back in the ISR", func() bool {
 		v := c.partitionMeta(2, "el", 0)
-		return v.leader == 2 && slices.Contains(v.isr, 1)
+		return v.Leader == 2 && slices.Contains(v.ISR, 1)
 	})
 	adm := kadm.NewClient(c.client())
 	rs, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"el": {0: {}}})
@@ -173,7 +174,7 @@ func TestClusterElectPreferredLeader(t *testing.T) {
 	}
 	c.waitFor("broker 1 leads again on every broker", func() bool {
 		for id := int32(1); id <= 3; id++ {
-			if v := c.partitionMeta(id, "el", 0); v == nil || v.leader != 1 {
+			if v := c.partitionMeta(id, "el", 0); v == nil || v.Leader != 1 {
 				return false
 			}
 		}
@@ -240,7 +241,7 @@ func TestClusterReassignmentAndLogDirs(t *testing.T) {
 			return false
 		}
 		for id := int32(1); id <= 3; id++ {
-			if v := c.partitionMeta(id, "ra", 0); v == nil || !slices.Equal(v.replicas, []int32{2, 3}) {
+			if v := c.partitionMeta(id, "ra", 0); v == nil || !slices.Equal(v.Replicas, []int32{2, 3}) {
 				return false
 			}
 		}
@@ -250,8 +251,8 @@ func TestClusterReassignmentAndLogDirs(t *testing.T) {
 		t.Errorf("stored replicas %v, want [[2 3]]", got)
 	}
 	v := c.partitionMeta(3, "ra", 0)
-	if !slices.Equal(sortedCopy(v.isr), []int32{2, 3}) || v.leader != 2 {
-		t.Errorf("after the move: leader %d isr %v, want leader 2 isr {2,3}", v.leader, v.isr)
+	if !slices.Equal(sortedCopy(v.ISR), []int32{2, 3}) || v.Leader != 2 {
+		t.Errorf("after the move: leader %d isr %v, want leader 2 isr {2,3}", v.Leader, v.ISR)
 	}
 	if end := c.broker(3).topic("ra").partition(0).log.EndOffset(); end != n {
 		t.Errorf("new replica 3 has log end %d, want %d", end, n)
@@ -300,7 +301,7 @@ func TestClusterReassignmentAndLogDirs(t *testing.T) {
 		}
 	}
 	c.waitFor("broker 3 applies retention.ms", func() bool {
-		return c.broker(3).topic("ra").partition(0).cfg.Load().RetentionMs == 600000
+		return c.broker(3).topic("ra").partition(0).Config().RetentionMs == 600000
 	})
 	if got := storedReplicas(ctx, t, c.store, "ra"); !sameAssignment(got, [][]int32{{2, 3}}) {
 		t.Errorf("stored replicas after the config change %v, want [[2 3]]", got)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vltava/vltava/core/config"
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/plugins/metastore/local"
 	"github.com/vltava/vltava/plugins/sdk"
 )
@@ -149,7 +150,7 @@ func (c *inProcCluster) waitFor(what string, cond func() bool) {
 }
 
 // partitionMeta is one partition as broker id publishes it.
-func (c *inProcCluster) partitionMeta(id int32, topic string, p int32) *partView {
+func (c *inProcCluster) partitionMeta(id int32, topic string, p int32) *part.View {
 	b := c.broker(id)
 	if b == nil {
 		return nil
@@ -158,7 +159,8 @@ func (c *inProcCluster) partitionMeta(id int32, topic string, p int32) *partView
 	if t == nil || t.partition(p) == nil {
 		return nil
 	}
-	return t.partition(p).viewOf()
+	v := t.partition(p).State().View
+	return &v
 }
 
 // createAssigned creates a topic with a manual replica assignment and
@@ -186,7 +188,7 @@ func (c *inProcCluster) createAssigned(ctx context.Context, cl *kgo.Client, name
 		for _, b := range c.brokers() {
 			for p := range assignment {
 				v := c.partitionMeta(b.cfg.NodeID, name, int32(p))
-				if v == nil || v.leader < 0 || len(v.isr) != len(assignment[p]) {
+				if v == nil || v.Leader < 0 || len(v.ISR) != len(assignment[p]) {
 					return false
 				}
 			}

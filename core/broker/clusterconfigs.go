@@ -40,7 +40,7 @@ func (b *Broker) applyTopicRecord(ct cluster.Topic) error {
 	if prev == nil || prev.version >= ct.Version || hex.EncodeToString(prev.id[:]) != ct.ID {
 		return nil
 	}
-	rec := topicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
+	rec := cluster.TopicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
 	if rec.Partitions < int32(len(prev.partitions)) {
 		rec.Partitions = int32(len(prev.partitions)) // partitions are never removed
 	}

@@ -14,40 +14,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/vltava/vltava/core/cluster"
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/replica"
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
-// Cluster mode (issue 5). With controller.quorum.voters set (or
-// Options.Cluster) the broker joins a cluster through core/cluster: it
-// registers, and the cluster's watcher tells it, partition by partition,
-// whether it leads, follows or does neither (clusterApplier). Without it
-// the broker is its own controller and leads every partition
-// (single-node mode, as before replication).
+// Every broker is a member of a cluster through core/cluster (issue 9:
+// a single node is a cluster of one): it registers, campaigns for the
+// controller role, and the cluster's watcher tells it, partition by
+// partition, whether it leads, follows or does neither (clusterApplier).
+// Without controller.quorum.voters the cluster is this broker alone over
+// the embedded local store, a combined broker and controller like
+// KRaft's single-node mode; it runs the same code as a three-broker
+// cluster.
 
-// clusterState is the broker's cluster-mode machinery; nil in single-node
-// mode.
+// clusterState is the broker's cluster machinery, set by startCluster
+// before the listener serves.
 type clusterState struct {
 	node     *cluster.Node
 	fetchers *replica.Fetchers
 	cancel   context.CancelFunc
 	live     atomic.Pointer[[]cluster.BrokerInfo]
-}
-
-// clustered reports whether the broker runs as a member of a cluster.
-func (b *Broker) clustered() bool { return b.cfg.ControllerQuorumVoters != "" || b.opts.Cluster }
-
-// initRole gives a newly opened partition its starting role: leader of
-// itself in single-node mode, nothing until the controller says so in a
-// cluster.
-func (b *Broker) initRole(p *partition) {
-	if !b.clustered() {
-		p.setSingle(b.cfg.NodeID)
-		return
-	}
-	p.clustered = true
-	p.repl.roleV.Store(int32(roleNone))
-	p.setView(&partView{leader: -1, leaderEpoch: p.leaderEpoch.Load()})
 }
 
 // waitForStore blocks until the metadata store answers, logging while it
@@ -143,15 +130,8 @@ func (b *Broker) stopCluster() error {
 	return errors.Join(errs...)
 }
 
-// liveBrokers lists the registered brokers (just this one in single-node
-// mode).
-func (b *Broker) liveBrokers() []cluster.BrokerInfo {
-	if b.cl == nil {
-		host, port := b.advertised()
-		return []cluster.BrokerInfo{{ID: b.cfg.NodeID, Host: host, Port: port, Rack: b.cfg.BrokerRack}}
-	}
-	return *b.cl.live.Load()
-}
+// liveBrokers lists the registered brokers.
+func (b *Broker) liveBrokers() []cluster.BrokerInfo { return *b.cl.live.Load() }
 
 // brokerInfo finds a live broker by ID.
 func (b *Broker) brokerInfo(id int32) (cluster.BrokerInfo, bool) {
@@ -165,10 +145,20 @@ func (b *Broker) brokerInfo(id int32) (cluster.BrokerInfo, bool) {
 
 // controllerID is the current controller's node ID (-1 if none).
 func (b *Broker) controllerID() int32 {
-	if b.cl == nil || b.cl.node == nil {
-		return b.cfg.NodeID
+	if b.cl.node == nil {
+		return -1 // still joining
 	}
 	return b.cl.node.ControllerID()
+}
+
+// registered reports whether this broker is registered and not fenced,
+// as its view of the cluster shows.
+func (b *Broker) registered() bool {
+	n := b.cl.node
+	if n == nil || n.Fenced() {
+		return false
+	}
+	return slices.ContainsFunc(n.Brokers(), func(bi cluster.BrokerInfo) bool { return bi.ID == b.cfg.NodeID })
 }
 
 // clusterApplier turns the cluster watcher's calls into role changes.
@@ -187,18 +177,20 @@ func (a clusterApplier) ApplyPartition(topic string, p int32, st cluster.Partiti
 // ApplyBrokers implements cluster.Applier.
 func (a clusterApplier) ApplyBrokers(live []cluster.BrokerInfo) {
 	b := a.b
-	if b.cl == nil {
-		return
-	}
 	l := slices.Clone(live)
 	b.cl.live.Store(&l)
+	if n := b.cl.node; n != nil && !n.Fenced() && !slices.ContainsFunc(l, func(bi cluster.BrokerInfo) bool { return bi.ID == b.cfg.NodeID }) {
+		// Our own registration is gone (a store restart lost the
+		// sessions): find out now, not at the next keep-alive.
+		n.CheckSession()
+	}
 	// Followers whose leader just (re)appeared, or moved, fetch from it.
 	for _, p := range b.meta.Load().allPartitions() {
-		p.repl.roleMu.Lock()
-		if p.role() == roleFollower {
-			b.followLocked(p, p.viewOf().leader)
+		p.LockTransitions()
+		if st := p.State(); st.Role == part.Follower {
+			b.followLocked(p, st.View.Leader)
 		}
-		p.repl.roleMu.Unlock()
+		p.UnlockTransitions()
 	}
 }
 
@@ -210,18 +202,14 @@ func (a clusterApplier) ApplyFenced(fenced bool) {
 	if fenced {
 		b.logger.Warn("broker: fenced (session lost): no longer leading any partition")
 		for _, p := range b.meta.Load().allPartitions() {
-			p.repl.roleMu.Lock()
-			if p.role() == roleLeader {
-				p.stopLeadingLocked()
-				p.repl.roleV.Store(int32(roleNone))
-				p.wake()
-			}
-			p.repl.roleMu.Unlock()
+			p.LockTransitions()
+			p.FenceLocked()
+			p.UnlockTransitions()
 		}
 		return
 	}
 	b.logger.Info("broker: unfenced: re-applying partition states")
-	if b.cl == nil || b.cl.node == nil {
+	if b.cl.node == nil {
 		return
 	}
 	for _, t := range b.cl.node.Topics() {
@@ -243,13 +231,11 @@ func (a clusterApplier) ApplyTopicDeleted(topic string) {
 		return
 	}
 	for _, p := range t.partitions {
-		p.repl.roleMu.Lock()
-		b.cl.fetchers.Unfollow(p)
-		p.stopLeadingLocked()
-		p.repl.roleV.Store(int32(roleNone))
-		p.repl.followAddr = ""
-		p.repl.roleMu.Unlock()
-		p.wake()
+		p.LockTransitions()
+		b.cl.fetchers.Unfollow(p.Partition)
+		p.followAddr = ""
+		p.BecomeNoneLocked(part.View{Leader: -1})
+		p.UnlockTransitions()
 	}
 	b.meta.Store(b.meta.Load().without(topic))
 	for _, p := range t.partitions {
@@ -268,89 +254,76 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 		b.logger.Warn("broker: partition state for a topic this broker cannot open", "topic", topic, "partition", index)
 		return
 	}
-	v := &partView{leader: st.Leader, leaderEpoch: st.LeaderEpoch, partitionEpoch: st.PartitionEpoch,
-		replicas: slices.Clone(assignment), isr: slices.Clone(st.ISR), version: st.Version}
+	v := part.View{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
+		Replicas: slices.Clone(assignment), ISR: slices.Clone(st.ISR), Version: st.Version}
 	me := b.cfg.NodeID
-	p.repl.roleMu.Lock()
-	defer p.repl.roleMu.Unlock()
-	cur, curV := p.role(), p.viewOf()
-	if curV != nil && curV.version > v.version && curV.leaderEpoch >= v.leaderEpoch {
+	p.LockTransitions()
+	defer p.UnlockTransitions()
+	if p.Stale(v) {
 		return // older than what we hold (our own ISR commit got here first)
 	}
-	now := time.Now()
 	switch {
 	case st.Leader == me:
-		if cur == roleLeader && curV.leaderEpoch == st.LeaderEpoch && !sameInts(curV.replicas, v.replicas) {
-			if err := p.becomeLeaderLocked(me, v, now, true); err != nil {
-				b.logger.Error("broker: new replica list", "partition", p.String(), "err", err)
-			}
-			return
-		}
-		if cur == roleLeader && curV.leaderEpoch == st.LeaderEpoch {
-			p.setView(v)
-			if lt := p.leader.Load(); lt != nil {
-				lt.mu.Lock()
-				lt.ls.SetISR(v.isr)
-				hw := lt.ls.HighWatermark()
-				lt.mu.Unlock()
-				p.advanceHW(min(hw, p.log.EndOffset()))
-			}
-			p.wake()
-			return
-		}
-		b.cl.fetchers.Unfollow(p)
-		p.repl.followAddr = ""
-		if err := p.becomeLeaderLocked(me, v, now, false); err != nil {
+		// The fetcher must be gone before the partition leads: Unfollow
+		// waits for a follower call in progress.
+		b.cl.fetchers.Unfollow(p.Partition)
+		p.followAddr = ""
+		became, err := p.BecomeLeaderLocked(me, v, time.Now())
+		if err != nil {
 			b.logger.Error("broker: become leader", "partition", p.String(), "err", err)
 			return
 		}
-		b.logger.Info("broker: leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "leo", p.log.EndOffset(), "hw", p.highWatermark())
+		if !became {
+			return
+		}
+		b.logger.Info("broker: leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "leo", p.log.EndOffset(), "hw", p.HighWatermark())
 		if topic == offsetsTopic && b.groups != nil {
-			go b.groups.gainedPartition(p)
+			// Owned by the broker's WaitGroup: Close waits for the replay
+			// before it closes the logs. The cluster node (whose watcher
+			// calls applyPartition) is closed before that wait starts.
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.groups.gainedPartition(p)
+			}()
 		}
 	case st.Leader >= 0 && slices.Contains(assignment, me):
-		same := cur == roleFollower && curV.leader == st.Leader && curV.leaderEpoch == st.LeaderEpoch
-		p.stopLeadingLocked()
-		p.leaderEpoch.Store(st.LeaderEpoch)
-		p.setView(v)
-		p.repl.roleV.Store(int32(roleFollower))
-		if !same {
-			b.cl.fetchers.Unfollow(p)
-			p.repl.followAddr = ""
+		changed, err := p.BecomeFollowerLocked(v)
+		if err != nil {
+			b.logger.Error("broker: become follower", "partition", p.String(), "err", err)
+			return
+		}
+		if changed {
+			b.cl.fetchers.Unfollow(p.Partition)
+			p.followAddr = ""
 			b.logger.Info("broker: following", "partition", p.String(), "leader", st.Leader, "leader_epoch", st.LeaderEpoch)
 		}
 		b.followLocked(p, st.Leader)
-		p.wake()
 	default:
-		b.cl.fetchers.Unfollow(p)
-		p.repl.followAddr = ""
-		p.stopLeadingLocked()
-		p.leaderEpoch.Store(max(st.LeaderEpoch, p.leaderEpoch.Load()))
-		p.setView(v)
-		if cur != roleNone {
+		b.cl.fetchers.Unfollow(p.Partition)
+		p.followAddr = ""
+		if p.BecomeNoneLocked(v) {
 			b.logger.Info("broker: not a replica or partition offline", "partition", p.String(), "leader", st.Leader)
 		}
-		p.repl.roleV.Store(int32(roleNone))
-		p.wake()
 	}
 }
 
 // followLocked points the fetchers at leader's current address, if known
-// and changed. p.repl.roleMu must be held.
+// and changed. The partition's transition lock must be held.
 func (b *Broker) followLocked(p *partition, leader int32) {
 	bi, ok := b.brokerInfo(leader)
 	if !ok {
 		return // ApplyBrokers follows once the leader registers
 	}
 	addr := net.JoinHostPort(bi.Host, strconv.Itoa(int(bi.Port)))
-	if p.repl.followAddr == addr {
+	if p.followAddr == addr {
 		return
 	}
-	if p.repl.followAddr != "" {
-		b.cl.fetchers.Unfollow(p)
+	if p.followAddr != "" {
+		b.cl.fetchers.Unfollow(p.Partition)
 	}
-	p.repl.followAddr = addr
-	b.cl.fetchers.Follow(p, replica.BrokerAddr{ID: leader, Addr: addr})
+	p.followAddr = addr
+	b.cl.fetchers.Follow(p.Partition, replica.BrokerAddr{ID: leader, Addr: addr})
 }
 
 // clusterPartition returns the partition, reading its topic from the
@@ -375,7 +348,7 @@ func (b *Broker) refreshTopic(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	var rec topicRecord
+	var rec cluster.TopicRecord
 	if err := json.Unmarshal(resp.Value, &rec); err != nil {
 		return fmt.Errorf("broker: topic %s: %w", name, err)
 	}
@@ -402,6 +375,12 @@ func (b *Broker) refreshTopic(ctx context.Context, name string) error {
 // controller's placement, or assignment), then opens it here; the other
 // brokers open it when its partition states reach them. metaMu is held.
 func (b *Broker) createClusterTopicLocked(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (*topic, errorCode, string) {
+	if !b.registered() {
+		// The store lost this broker's session (a store restart, a long
+		// pause): until it has registered again it counts no live broker,
+		// itself included, so placement would wrongly find too few.
+		return nil, kerr.RequestTimedOut.Code, "this broker is registering with the metadata store again; retry"
+	}
 	if assignment != nil {
 		partitions, rf = -1, -1 // the assignment says both
 	}
@@ -414,9 +393,16 @@ func (b *Broker) createClusterTopicLocked(ctx context.Context, name string, part
 	}
 	ct, err := b.cl.node.CreateTopic(ctx, name, partitions, rf, assignment, configs)
 	if err != nil {
+		if errors.Is(err, kerr.InvalidReplicationFactor) || errors.Is(err, kerr.InvalidReplicaAssignment) {
+			if ok, rerr := b.cl.node.Registered(ctx); rerr != nil || !ok {
+				// Too few brokers because the store does not count this
+				// one right now (see registered): retriable.
+				return nil, kerr.RequestTimedOut.Code, "this broker is registering with the metadata store again; retry"
+			}
+		}
 		return nil, clusterErrorCode(err), err.Error()
 	}
-	rec := topicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
+	rec := cluster.TopicRecord{ID: ct.ID, Partitions: ct.Partitions, Configs: ct.Configs, Replicas: ct.Replicas}
 	if prev := b.topic(name); prev != nil {
 		return prev, 0, "" // the watcher opened it first
 	}

@@ -39,13 +39,14 @@
 //
 // # Metadata keys
 //
-// Topics are kept in the metadata store under /topics/<name> as JSON:
-//
-//	{"id":"<32 hex digits>","partitions":3,"configs":{"retention.ms":"1000"}}
-//
-// The broker loads them at start and writes them on CreateTopics,
-// DeleteTopics, CreatePartitions and config changes, with compare-and-set
-// on the key's version so two writers can not both win.
+// Topics, partition states, broker registrations and the controller are
+// core/cluster's keys (/topics/<name>, /partitions/<name>/<p>, /brokers/,
+// /controller; see its doc): every broker, a single node included, is a
+// member of a cluster (clustermode.go) and changes topics through it. The
+// broker reads /topics/ at start to open the logs, then follows what the
+// cluster's watcher applies. A /topics/<name> record without "replicas"
+// (written by a single node before it ran as a cluster of one) is given
+// its assignment and partition states by the controller at start.
 //
 // # Producer IDs
 //

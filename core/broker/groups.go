@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vltava/vltava/core/group"
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/record"
 	"github.com/vltava/vltava/core/wire"
 	rangeassignor "github.com/vltava/vltava/plugins/assignor/range"
@@ -305,15 +306,16 @@ func (h *groupHost) appendLocked(recs []group.Record, now time.Time) ([]ackWait,
 		if p == nil {
 			return nil, fmt.Errorf("broker: __consumer_offsets has no partition %d", i)
 		}
-		if !p.isLeader() {
-			return nil, fmt.Errorf("broker: %s moved to another broker", p)
+		// AppendAsLeader holds the partition's leader/ISR lock across its
+		// leader check and the append (issue 9, fault 1).
+		res, epoch, err := p.AppendAsLeader(recordBatch(byPartition[i], now.UnixMilli()), now, nil)
+		if errors.Is(err, part.ErrNotLeader) {
+			return nil, fmt.Errorf("broker: %s moved to another broker: %w", p, err)
 		}
-		epoch := p.leaderEpoch.Load()
-		res, err := p.append(recordBatch(byPartition[i], now.UnixMilli()), now)
 		if err != nil {
 			return nil, err
 		}
-		waits = append(waits, ackWait{p: p, last: res.LastOffset, epoch: epoch, minISR: p.cfg.Load().MinInsyncReplicas})
+		waits = append(waits, ackWait{p: p, last: res.LastOffset, epoch: epoch, minISR: p.Config().MinInsyncReplicas})
 	}
 	return waits, nil
 }
@@ -353,10 +355,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		return nil
 	}
 	n := b.cfg.OffsetsTopicNumPartitions
-	rf := int16(1)
-	if b.cl != nil {
-		rf = max(1, min(b.cfg.OffsetsTopicReplicationFactor, int16(len(b.liveBrokers()))))
-	}
+	rf := max(1, min(b.cfg.OffsetsTopicReplicationFactor, int16(len(b.liveBrokers()))))
 	_, code, msg := b.createTopic(ctx, offsetsTopic, n, rf, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}, false)
 	if code != 0 && code != errTopicAlreadyExists {
 		return fmt.Errorf("broker: create %s: %s (%s)", offsetsTopic, msg, kerr.ErrorForCode(code))
@@ -427,5 +426,5 @@ func (b *Broker) coordinates(groupID string) bool {
 		return true // created on first use, here
 	}
 	p := t.partition(group.PartitionFor(groupID, int32(len(t.partitions))))
-	return p != nil && p.isLeader()
+	return p != nil && p.IsLeader()
 }

@@ -15,10 +15,8 @@ import (
 // (it moves with the partition's leadership).
 func coordinated(h handlerFunc) handlerFunc {
 	return func(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
-		if b.cl != nil {
-			if resp := notCoordinator(b, req.Body); resp != nil {
-				return reply(resp)
-			}
+		if resp := notCoordinator(b, req.Body); resp != nil {
+			return reply(resp)
 		}
 		return h(b, ctx, req)
 	}

@@ -64,10 +64,10 @@ func (b *Broker) PartitionStats() []PartitionStat {
 			st := PartitionStat{
 				Topic:         t.name,
 				Partition:     p.index,
-				Leader:        p.isLeader(),
+				Leader:        p.IsLeader(),
 				MinISR:        int(t.cfg.MinInsyncReplicas),
 				LogStart:      p.log.StartOffset(),
-				HighWatermark: p.hw.Load(),
+				HighWatermark: p.HighWatermark(),
 				LogEnd:        p.log.EndOffset(),
 				SizeBytes:     p.log.Size(),
 				Segments:      p.log.Segments(),
@@ -77,10 +77,9 @@ func (b *Broker) PartitionStats() []PartitionStat {
 				BytesOut:            p.traffic.bytesOut.Load(),
 				ReplicationBytesOut: p.traffic.replBytesOut.Load(),
 			}
-			if v := p.viewOf(); v != nil {
-				st.Offline = v.leader < 0
-				st.Replicas, st.ISR = len(v.replicas), len(v.isr)
-			}
+			v := p.State().View
+			st.Offline = v.Leader < 0
+			st.Replicas, st.ISR = len(v.Replicas), len(v.ISR)
 			out = append(out, st)
 		}
 	}

@@ -2,10 +2,8 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -14,7 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/vltava/vltava/core/cluster"
 	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/core/log"
 	"github.com/vltava/vltava/plugins/sdk"
@@ -31,8 +31,9 @@ type topic struct {
 	cfg        config.Topic
 	partitions []*partition
 	version    int64 // store version of /topics/<name>
-	// replicas is the assignment per partition (cluster mode; nil for a
-	// single-broker topic).
+	// replicas is the assignment per partition (nil in the record of a
+	// topic written by a single node before it ran as a cluster of one,
+	// until the controller gives it one).
 	replicas [][]int32
 }
 
@@ -87,16 +88,6 @@ func (b *Broker) topic(name string) *topic { return b.meta.Load().byName[name] }
 // topicByID looks a topic up by ID; nil if unknown.
 func (b *Broker) topicByID(id [16]byte) *topic { return b.meta.Load().byID[id] }
 
-// topicRecord is the JSON kept at /topics/<name>.
-type topicRecord struct {
-	ID         string            `json:"id"`
-	Partitions int32             `json:"partitions"`
-	Configs    map[string]string `json:"configs,omitempty"`
-	// Replicas is the assignment per partition, written by the cluster
-	// controller; kept as read when the record is rewritten.
-	Replicas [][]int32 `json:"replicas,omitempty"`
-}
-
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
 // checkTopicName applies Kafka's topic name rules.
@@ -122,7 +113,7 @@ func (b *Broker) loadTopics(ctx context.Context) error {
 	}
 	snap := emptySnapshot()
 	for _, kv := range resp.KVs {
-		var rec topicRecord
+		var rec cluster.TopicRecord
 		if err := json.Unmarshal(kv.Value, &rec); err != nil {
 			return fmt.Errorf("broker: topic %s: %w", kv.Key, err)
 		}
@@ -140,7 +131,7 @@ func (b *Broker) loadTopics(ctx context.Context) error {
 
 // openTopic builds a topic from its record, opening logs for its
 // partitions; existing partitions are reused from prev.
-func (b *Broker) openTopic(name string, rec topicRecord, version int64, prev *topic) (*topic, error) {
+func (b *Broker) openTopic(name string, rec cluster.TopicRecord, version int64, prev *topic) (*topic, error) {
 	cfg, err := config.ResolveTopic(b.cfg, rec.Configs)
 	if err != nil {
 		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
@@ -161,9 +152,8 @@ func (b *Broker) openTopic(name string, rec topicRecord, version int64, prev *to
 			}
 			return nil, fmt.Errorf("broker: open %s: %w", dirName(name, i), err)
 		}
-		p := newPartition(name, i, l, cfg)
-		b.initRole(p)
-		t.partitions = append(t.partitions, p)
+		// No role until the cluster's state for it arrives.
+		t.partitions = append(t.partitions, newPartition(name, i, l, cfg))
 	}
 	return t, nil
 }
@@ -212,8 +202,9 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions int32,
 	return b.createTopicWith(ctx, name, partitions, rf, nil, configs, validateOnly)
 }
 
-// createTopicWith is createTopic with an optional manual assignment
-// (cluster mode only; single-node mode checks it in CreateTopics).
+// createTopicWith is createTopic with an optional manual assignment. It
+// returns once this broker has applied the new partitions' states (or
+// ctx ends), so the topic is served as soon as CreateTopics answers.
 func (b *Broker) createTopicWith(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (*topic, errorCode, string) {
 	if err := checkTopicName(name); err != nil {
 		return nil, errInvalidTopic, err.Error()
@@ -230,9 +221,6 @@ func (b *Broker) createTopicWith(ctx context.Context, name string, partitions in
 	if rf <= 0 {
 		return nil, errInvalidReplicationFactor, "replication factor must be at least 1"
 	}
-	if rf > 1 && b.cl == nil {
-		return nil, errInvalidReplicationFactor, fmt.Sprintf("replication factor %d is larger than the 1 available broker", rf)
-	}
 	for k, v := range configs {
 		if err := config.CheckTopicValue(k, v); err != nil {
 			return nil, errInvalidConfig, err.Error()
@@ -241,41 +229,21 @@ func (b *Broker) createTopicWith(ctx context.Context, name string, partitions in
 	if _, err := config.ResolveTopic(b.cfg, configs); err != nil {
 		return nil, errInvalidConfig, err.Error()
 	}
-	b.metaMu.Lock()
-	defer b.metaMu.Unlock()
-	if b.topic(name) != nil {
-		return nil, errTopicAlreadyExists, fmt.Sprintf("topic %q already exists", name)
-	}
-	if collides := b.collidingTopicLocked(name); collides != "" {
-		return nil, errInvalidTopic, fmt.Sprintf("topic %q collides with existing topic %q ('.' and '_' are the same in metric names)", name, collides)
-	}
-	if b.cl != nil {
+	t, code, msg := func() (*topic, errorCode, string) {
+		b.metaMu.Lock()
+		defer b.metaMu.Unlock()
+		if b.topic(name) != nil {
+			return nil, errTopicAlreadyExists, fmt.Sprintf("topic %q already exists", name)
+		}
+		if collides := b.collidingTopicLocked(name); collides != "" {
+			return nil, errInvalidTopic, fmt.Sprintf("topic %q collides with existing topic %q ('.' and '_' are the same in metric names)", name, collides)
+		}
 		return b.createClusterTopicLocked(ctx, name, partitions, rf, assignment, configs, validateOnly)
+	}()
+	if code == 0 && !validateOnly {
+		b.waitPartitionStates(ctx, t.partitions)
 	}
-	if validateOnly {
-		return &topic{name: name, overrides: configs, partitions: make([]*partition, partitions)}, 0, ""
-	}
-	var id [16]byte
-	_, _ = rand.Read(id[:])
-	rec := topicRecord{ID: hex.EncodeToString(id[:]), Partitions: partitions, Configs: configs}
-	raw, _ := json.Marshal(rec)
-	put, err := b.store.Put(ctx, &sdk.PutRequest{Key: topicsPrefix + name, Value: raw, ExpectVersion: 0})
-	if errors.Is(err, sdk.ErrVersionMismatch) {
-		return nil, errTopicAlreadyExists, fmt.Sprintf("topic %q already exists", name)
-	}
-	if err != nil {
-		return nil, storeErrorCode(err), err.Error()
-	}
-	// A crash between the store write and the directories is repaired at
-	// the next start: the store is the truth, logs are opened from it.
-	t, err := b.openTopic(name, rec, put.Version, nil)
-	if err != nil {
-		b.logger.Error("broker: create topic", "topic", name, "err", err)
-		return nil, errKafkaStorage, err.Error()
-	}
-	b.meta.Store(b.meta.Load().with(t))
-	b.logger.Info("broker: created topic", "topic", name, "partitions", partitions)
-	return t, 0, ""
+	return t, code, msg
 }
 
 // collidingTopicLocked finds an existing topic whose name differs from name
@@ -298,50 +266,58 @@ func (b *Broker) deleteTopic(ctx context.Context, t *topic) (errorCode, string) 
 	if cur == nil || cur.id != t.id {
 		return errUnknownTopicOrPartition, fmt.Sprintf("topic %q does not exist", t.name)
 	}
-	if b.cl != nil {
-		// The cluster removes the keys; every broker (this one included)
-		// drops its replicas in ApplyTopicDeleted.
-		b.metaMu.Unlock()
-		defer b.metaMu.Lock()
-		if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil {
-			return clusterErrorCode(err), err.Error()
-		}
-		return 0, ""
+	// The cluster removes the keys; every broker (this one included)
+	// drops its replicas in ApplyTopicDeleted.
+	b.metaMu.Unlock()
+	defer b.metaMu.Lock()
+	if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil {
+		return clusterErrorCode(err), err.Error()
 	}
-	if _, err := b.store.Delete(ctx, &sdk.DeleteRequest{Key: topicsPrefix + t.name, ExpectVersion: cur.version}); err != nil {
-		return storeErrorCode(err), err.Error()
-	}
-	b.meta.Store(b.meta.Load().without(t.name))
-	for _, p := range cur.partitions {
-		if err := p.log.Delete(); err != nil {
-			b.logger.Error("broker: delete partition", "partition", p.String(), "err", err)
-		}
-	}
-	b.logger.Info("broker: deleted topic", "topic", t.name)
+	b.waitTopicGone(ctx, t)
 	return 0, ""
 }
 
-// updateTopicLocked writes a changed topic record with compare-and-set and
-// publishes the new view. metaMu must be held.
-func (b *Broker) updateTopicLocked(ctx context.Context, cur *topic, partitions int32, configs map[string]string) (*topic, error) {
-	rec := topicRecord{ID: hex.EncodeToString(cur.id[:]), Partitions: partitions, Configs: configs, Replicas: cur.replicas}
-	raw, _ := json.Marshal(rec)
-	put, err := b.store.Put(ctx, &sdk.PutRequest{Key: topicsPrefix + cur.name, Value: raw, ExpectVersion: cur.version})
-	if err != nil {
-		return nil, err
-	}
-	t, err := b.openTopic(cur.name, rec, put.Version, cur)
-	if err != nil {
-		return nil, err
-	}
-	if !maps.Equal(cur.overrides, configs) {
-		for _, p := range t.partitions {
-			p.setConfig(t.cfg)
+// waitPartitionStates waits until this broker has applied a state (a
+// leader, or the knowledge that there is none yet) to each of ps, as the
+// cluster's watcher delivers them, for at most a few seconds or until ctx
+// ends.
+func (b *Broker) waitPartitionStates(ctx context.Context, ps []*partition) {
+	timer := time.NewTimer(applyWait)
+	defer timer.Stop()
+	for _, p := range ps {
+		for {
+			ch := p.HWChanged() // woken by every role or view change
+			if p.State().View.Version > 0 {
+				break
+			}
+			select {
+			case <-ch:
+			case <-timer.C:
+				return
+			case <-ctx.Done():
+				return
+			case <-b.stopCh:
+				return
+			}
 		}
 	}
-	b.meta.Store(b.meta.Load().with(t))
-	return t, nil
 }
+
+// waitTopicGone waits until this broker has dropped t (ApplyTopicDeleted),
+// for at most a few seconds or until ctx ends.
+func (b *Broker) waitTopicGone(ctx context.Context, t *topic) {
+	deadline := time.Now().Add(applyWait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if cur := b.topic(t.name); cur == nil || cur.id != t.id {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// applyWait bounds how long a topic change waits for this broker to apply
+// it before answering.
+const applyWait = 5 * time.Second
 
 func (b *Broker) closeTopics() error {
 	var logs []*log.Log

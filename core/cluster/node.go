@@ -144,6 +144,8 @@ type Node struct {
 	fenced        bool
 	shutdown      bool  // ShutDown or Close began: do not register again
 	controllerVer int64 // version of /controller while this Node is controller, else 0
+
+	kick chan struct{} // CheckSession: renew (or find the session gone) now
 }
 
 // Start registers the broker, loads the cluster state (calling the
@@ -166,6 +168,7 @@ func Start(ctx context.Context, store sdk.MetadataStore, cfg Config, apply Appli
 		incarnation: hex.EncodeToString(inc[:]),
 		view:        newView(),
 		changed:     make(chan struct{}),
+		kick:        make(chan struct{}, 1),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.register(ctx); err != nil {
@@ -305,6 +308,7 @@ func (n *Node) keepSession(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-n.kick:
 		}
 		t.Reset(interval)
 		n.mu.Lock()

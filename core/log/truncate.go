@@ -36,7 +36,12 @@ func (l *Log) Truncate(offset int64) error {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
 	if offset >= end {
-		return nil
+		// Nothing to cut, but the epoch cache may still hold an entry
+		// at the log end that no batch backs: a broker that became
+		// leader (assigning the epoch's start) and lost the leadership
+		// before appending. A follower keeping it would send it as its
+		// last fetched epoch forever (Kafka's truncateTo drops it too).
+		return l.epochs.truncateFromEnd(offset)
 	}
 	if err := l.dropCleanMarker(); err != nil {
 		return err

@@ -218,7 +218,10 @@ func (ft *fetcher) truncateDiverging(e *followed, leaderEpoch int32, endOffset i
 	leo, _, _ := e.p.FetchState()
 	to := truncationOffset(leo, leaderEpoch, endOffset, e.p.EndOffsetForEpoch)
 	if to >= leo {
-		return nil
+		// Nothing to cut from the log, but an epoch this replica
+		// assigned as a leader without appending under it must go from
+		// its epoch cache, or it is sent as LastFetchedEpoch again.
+		return e.p.TruncateTo(leo)
 	}
 	ft.log.Info("replica: truncating to the leader's log", "partition", fmtPartition(e),
 		"from", leo, "to", to, "leader_epoch", leaderEpoch, "leader_end", endOffset)

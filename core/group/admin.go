@@ -48,7 +48,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 				dm := kmsg.NewDescribeGroupsResponseGroupMember()
 				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
 				if m.instanceID != "" {
-					dm.InstanceID = &m.instanceID
+					dm.InstanceID = ptr(m.instanceID)
 				}
 				if cg.state == StateStable {
 					dm.ProtocolMetadata, _ = m.metadataFor(cg.protocol)
@@ -74,7 +74,7 @@ func (c *Coordinator) describeConsumerAsClassic(g *group, dg *kmsg.DescribeGroup
 		dm := kmsg.NewDescribeGroupsResponseGroupMember()
 		dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
 		if m.instanceID != "" {
-			dm.InstanceID = &m.instanceID
+			dm.InstanceID = ptr(m.instanceID)
 		}
 		md := kmsg.NewConsumerMemberMetadata()
 		md.Version = 0
@@ -117,14 +117,14 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 				dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 				dm.MemberID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.epoch, m.clientID, m.clientHost
 				if m.instanceID != "" {
-					dm.InstanceID = &m.instanceID
+					dm.InstanceID = ptr(m.instanceID)
 				}
 				if m.rack != "" {
-					dm.RackID = &m.rack
+					dm.RackID = ptr(m.rack)
 				}
 				dm.SubscribedTopics = slices.Clone(m.names)
 				if m.regex != "" {
-					dm.SubscribedTopicRegex = &m.regex
+					dm.SubscribedTopicRegex = ptr(m.regex)
 				}
 				dm.Assignment = c.describeAssignment(m.assigned)
 				dm.TargetAssignment = c.describeAssignment(cg.target[m.id])

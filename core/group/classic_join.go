@@ -313,8 +313,8 @@ func (c *Coordinator) replyJoin(cg *classic, m *member, out *Output) {
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.Version = m.joinV
 	resp.Generation = cg.generation
-	resp.ProtocolType = &cg.protocolType
-	resp.Protocol = &cg.protocol
+	resp.ProtocolType = ptr(cg.protocolType)
+	resp.Protocol = ptr(cg.protocol)
 	resp.LeaderID = cg.leader
 	resp.MemberID = m.id
 	if m.id == cg.leader {
@@ -323,7 +323,7 @@ func (c *Coordinator) replyJoin(cg *classic, m *member, out *Output) {
 			rm := kmsg.NewJoinGroupResponseMember()
 			rm.MemberID = o.id
 			if o.instanceID != "" {
-				rm.InstanceID = &o.instanceID
+				rm.InstanceID = ptr(o.instanceID)
 			}
 			rm.ProtocolMetadata, _ = o.metadataFor(cg.protocol)
 			resp.Members = append(resp.Members, rm)

@@ -73,7 +73,7 @@ func (c *Coordinator) SyncGroup(now time.Time, req *kmsg.SyncGroupRequest, w Wai
 func (c *Coordinator) replySync(cg *classic, m *member, w Waiter, v int16, out *Output, durable bool) {
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.Version = v
-	resp.ProtocolType, resp.Protocol = &cg.protocolType, &cg.protocol
+	resp.ProtocolType, resp.Protocol = ptr(cg.protocolType), ptr(cg.protocol)
 	resp.MemberAssignment = m.assignment
 	if resp.MemberAssignment == nil {
 		resp.MemberAssignment = []byte{}

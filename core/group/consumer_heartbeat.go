@@ -61,7 +61,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, now time.Time,
 	full := req.Topics != nil
 	c.reconcile(now, cg, m, req.Topics)
 	m.sessionDeadline = now.Add(c.cfg.ConsumerSessionTimeout)
-	resp.MemberID = &m.id
+	resp.MemberID = ptr(m.id)
 	resp.MemberEpoch = m.epoch
 	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
 	if m.changed || full {

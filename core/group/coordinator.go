@@ -274,3 +274,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(ks)
 	return ks
 }
+
+// ptr returns a pointer to a copy of s. Responses must never point into
+// the coordinator's state: the caller encodes them after its lock is
+// released, while later steps change that state.
+func ptr(s string) *string { return &s }

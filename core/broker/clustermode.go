@@ -218,6 +218,7 @@ func (a clusterApplier) ApplyFenced(fenced bool) {
 			}
 			p.repl.roleMu.Unlock()
 		}
+		b.groups.kick()
 		return
 	}
 	b.logger.Info("broker: unfenced: re-applying partition states")
@@ -271,6 +272,9 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 	v := &partView{leader: st.Leader, leaderEpoch: st.LeaderEpoch, partitionEpoch: st.PartitionEpoch,
 		replicas: slices.Clone(assignment), isr: slices.Clone(st.ISR), version: st.Version}
 	me := b.cfg.NodeID
+	if topic == offsetsTopic {
+		defer b.groups.kick() // the group coordinator follows (groups_load.go)
+	}
 	p.repl.roleMu.Lock()
 	defer p.repl.roleMu.Unlock()
 	cur, curV := p.role(), p.viewOf()
@@ -305,9 +309,6 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 			return
 		}
 		b.logger.Info("broker: leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "leo", p.log.EndOffset(), "hw", p.highWatermark())
-		if topic == offsetsTopic && b.groups != nil {
-			go b.groups.gainedPartition(p)
-		}
 	case st.Leader >= 0 && slices.Contains(assignment, me):
 		same := cur == roleFollower && curV.leader == st.Leader && curV.leaderEpoch == st.LeaderEpoch
 		p.stopLeadingLocked()

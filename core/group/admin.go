@@ -28,6 +28,8 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		switch {
 		case id == "":
 			dg.ErrorCode = kerr.InvalidGroupID.Code
+		case c.coordinatorError(id) != 0:
+			dg.ErrorCode = c.coordinatorError(id)
 		case g == nil:
 			dg.State = StateDead
 			if req.Version >= 6 {
@@ -99,6 +101,8 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		switch {
 		case id == "":
 			dg.ErrorCode = kerr.InvalidGroupID.Code
+		case c.coordinatorError(id) != 0:
+			dg.ErrorCode = c.coordinatorError(id)
 		case g == nil:
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := fmt.Sprintf("group %s not found", id)
@@ -138,9 +142,15 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 }
 
 // ListGroups handles ListGroups with its state (v4+) and type (v5+)
-// filters, both case-insensitive.
+// filters, both case-insensitive: the groups of the partitions loaded
+// here, or COORDINATOR_LOAD_IN_PROGRESS while any partition loads.
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	if c.loadingAny() {
+		// As Kafka: the list would miss the loading partitions' groups.
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		return resp
+	}
 	match := func(filter []string, v string) bool {
 		if len(filter) == 0 {
 			return true
@@ -173,6 +183,8 @@ func (c *Coordinator) DeleteGroups(now time.Time, req *kmsg.DeleteGroupsRequest,
 		switch {
 		case id == "":
 			dg.ErrorCode = kerr.InvalidGroupID.Code
+		case c.coordinatorError(id) != 0:
+			dg.ErrorCode = c.coordinatorError(id)
 		case g == nil:
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
 		case !g.empty():

@@ -22,6 +22,8 @@ func (c *Coordinator) JoinGroup(now time.Time, cl Client, req *kmsg.JoinGroupReq
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID.Code, req.MemberID)
+	case c.coordinatorError(req.Group) != 0:
+		return fail(c.coordinatorError(req.Group), req.MemberID)
 	case session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout:
 		return fail(kerr.InvalidSessionTimeout.Code, req.MemberID)
 	case req.ProtocolType == "" || len(req.Protocols) == 0:

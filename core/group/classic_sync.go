@@ -22,6 +22,8 @@ func (c *Coordinator) SyncGroup(now time.Time, req *kmsg.SyncGroupRequest, w Wai
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID.Code)
+	case c.coordinatorError(req.Group) != 0:
+		return fail(c.coordinatorError(req.Group))
 	case g == nil || g.consumer != nil:
 		return fail(kerr.UnknownMemberID.Code)
 	}
@@ -91,6 +93,9 @@ func (c *Coordinator) Heartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg
 	case req.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
+	case c.coordinatorError(req.Group) != 0:
+		resp.ErrorCode = c.coordinatorError(req.Group)
+		return resp
 	case g == nil || g.consumer != nil:
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp
@@ -127,6 +132,9 @@ func (c *Coordinator) LeaveGroup(now time.Time, req *kmsg.LeaveGroupRequest) (*k
 	switch {
 	case req.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, out
+	case c.coordinatorError(req.Group) != 0:
+		resp.ErrorCode = c.coordinatorError(req.Group)
 		return resp, out
 	case g == nil || g.consumer != nil:
 		resp.ErrorCode = kerr.UnknownMemberID.Code

@@ -106,6 +106,8 @@ func (c *Coordinator) checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*
 	switch {
 	case req.Group == "":
 		return kerr.InvalidRequest, "group id is empty"
+	case c.coordinatorError(req.Group) != 0:
+		return kerr.ErrorForCode(c.coordinatorError(req.Group)).(*kerr.Error), ""
 	case req.MemberID == "" && req.Version >= 1:
 		return kerr.InvalidRequest, "member id is empty"
 	case req.MemberEpoch < -2:

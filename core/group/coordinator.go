@@ -119,12 +119,19 @@ type Coordinator struct {
 	cfg    Config
 	logger *slog.Logger
 	groups map[string]*group
+	// parts holds the __consumer_offsets partitions this coordinator
+	// loads or has loaded (load.go); only their groups are served.
+	//
+	// INVARIANT: every group in groups belongs to a Loaded partition
+	// (Replay, for tests and tools, is the exception).
+	parts map[int32]Ownership
 	// nextRetention is when offsets retention next runs.
 	nextRetention time.Time
 }
 
-// New returns an empty coordinator. Call Replay for every record of
-// __consumer_offsets before serving requests.
+// New returns an empty coordinator that owns no partition: every group
+// is answered NOT_COORDINATOR until its __consumer_offsets partition is
+// loaded (BeginLoad, FinishLoad).
 func New(cfg Config) *Coordinator {
 	if cfg.OffsetsPartitions <= 0 {
 		cfg.OffsetsPartitions = 50
@@ -142,7 +149,7 @@ func New(cfg Config) *Coordinator {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Coordinator{cfg: cfg, logger: logger, groups: map[string]*group{}}
+	return &Coordinator{cfg: cfg, logger: logger, groups: map[string]*group{}, parts: map[int32]Ownership{}}
 }
 
 type noTopics struct{}

@@ -67,6 +67,9 @@ func (c *Coordinator) checkCommit(now time.Time, req *kmsg.OffsetCommitRequest) 
 	if req.Group == "" {
 		return kerr.InvalidGroupID.Code
 	}
+	if code := c.coordinatorError(req.Group); code != 0 {
+		return code
+	}
 	g := c.groups[req.Group]
 	simple := req.Generation < 0 && req.MemberID == ""
 	if g == nil {
@@ -122,6 +125,20 @@ func (c *Coordinator) OffsetFetch(now time.Time, req *kmsg.OffsetFetchRequest) *
 		}
 		g := c.fetchGroup(now, rg)
 		resp.ErrorCode = g.ErrorCode
+		if g.ErrorCode != 0 && req.Version < 2 {
+			// v0 and v1 have no top-level error: each partition carries it.
+			for _, t := range req.Topics {
+				st := kmsg.NewOffsetFetchResponseTopic()
+				st.Topic = t.Topic
+				for _, p := range t.Partitions {
+					sp := kmsg.NewOffsetFetchResponseTopicPartition()
+					sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, g.ErrorCode
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp
+		}
 		for _, t := range g.Topics {
 			st := kmsg.NewOffsetFetchResponseTopic()
 			st.Topic = t.Topic
@@ -145,6 +162,10 @@ func (c *Coordinator) fetchGroup(now time.Time, rg kmsg.OffsetFetchRequestGroup)
 	out.Group = rg.Group
 	if rg.Group == "" {
 		out.ErrorCode = kerr.InvalidGroupID.Code
+		return out
+	}
+	if code := c.coordinatorError(rg.Group); code != 0 {
+		out.ErrorCode = code
 		return out
 	}
 	g := c.groups[rg.Group]
@@ -211,6 +232,9 @@ func (c *Coordinator) OffsetDelete(now time.Time, req *kmsg.OffsetDeleteRequest,
 	switch {
 	case req.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return out
+	case c.coordinatorError(req.Group) != 0:
+		resp.ErrorCode = c.coordinatorError(req.Group)
 		return out
 	case g == nil:
 		resp.ErrorCode = kerr.GroupIDNotFound.Code

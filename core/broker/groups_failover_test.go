@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"go.uber.org/goleak"
+
 	"github.com/vltava/vltava/core/group"
 )
 
@@ -132,6 +134,11 @@ func expectCommittedOn(ctx context.Context, t *testing.T, cl fetchClients, id in
 // of the partition, timers included, and answers NOT_COORDINATOR; and a
 // re-election replays from the log, not on top of stale state.
 func TestGroupCoordinatorFollowsOffsetsLeadership(t *testing.T) {
+	// Registered first, so it runs last: once the brokers and clients
+	// are closed, none of their goroutines (the coordinator's timer and
+	// loader among them) may remain.
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 	c := startInProcCluster(t, 3)
 	ctx := clusterCtx(t)
 	cl := c.client()

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // authorizedOpsUnset is Kafka's value when operations were not asked for.
@@ -173,6 +175,9 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 // deleted (NON_EMPTY_GROUP otherwise); its metadata and every offset get
 // tombstones (a durable reply).
 func (c *Coordinator) DeleteGroups(now time.Time, req *kmsg.DeleteGroupsRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	out.Replies = append(out.Replies, Reply{To: w, Resp: resp, Durable: true})

@@ -5,12 +5,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // JoinGroup handles a classic JoinGroup. The reply to w comes in this
 // Output when the request fails or can be answered at once, else in the
 // Output of the step that completes the rebalance.
 func (c *Coordinator) JoinGroup(now time.Time, cl Client, req *kmsg.JoinGroupRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	fail := func(code int16, memberID string) Output {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)

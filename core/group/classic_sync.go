@@ -5,12 +5,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // SyncGroup handles a classic SyncGroup. The leader's sync stores the
 // assignment (a durable reply) and answers every waiting member; other
 // members wait for it.
 func (c *Coordinator) SyncGroup(now time.Time, req *kmsg.SyncGroupRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	fail := func(code int16) Output {
@@ -87,6 +92,9 @@ func (c *Coordinator) replySync(cg *classic, m *member, w Waiter, v int16, out *
 // Heartbeat handles a classic Heartbeat: it keeps the member's session
 // alive and tells it when to rejoin.
 func (c *Coordinator) Heartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	g := c.groups[req.Group]
 	switch {
@@ -122,6 +130,9 @@ func (c *Coordinator) Heartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg
 // identified by member or instance ID (v3+, KIP-345).
 // Other members' requests completed by the leave are in the Output.
 func (c *Coordinator) LeaveGroup(now time.Time, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, Output) {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	members := req.Members

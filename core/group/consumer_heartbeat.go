@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // ConsumerGroupHeartbeat handles a KIP-848 heartbeat: join (epoch 0),
@@ -16,6 +18,9 @@ import (
 // carries the member's owned partitions and gets its next assignment.
 // ctx bounds the assignor call.
 func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, now time.Time, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, Output) {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(e *kerr.Error, msg string) (*kmsg.ConsumerGroupHeartbeatResponse, Output) {

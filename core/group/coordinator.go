@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vltava/vltava/plugins/sdk"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // Config is the coordinator's share of the broker configuration.
@@ -211,6 +213,9 @@ func (c *Coordinator) NextDeadline() time.Time {
 // Tick runs everything due at now: session expiry, rebalance and initial
 // delay deadlines, revocation timeouts and offsets retention.
 func (c *Coordinator) Tick(now time.Time) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	for _, id := range sortedKeys(c.groups) {
 		g := c.groups[id]

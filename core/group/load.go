@@ -71,6 +71,9 @@ func (l *Load) Replay(now time.Time, key, value []byte) error {
 // waiting requests are in the Output), so a load always starts from a
 // clean slate.
 func (c *Coordinator) BeginLoad(now time.Time, partition, epoch int32) (*Load, Output) {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	if c.parts[partition].Owned() {
 		out = c.Unload(now, partition)
@@ -86,6 +89,9 @@ func (c *Coordinator) BeginLoad(now time.Time, partition, epoch int32) (*Load, O
 // sessions from now, as in Kafka, so members that keep heartbeating stay
 // in their generation across the coordinator's move.
 func (c *Coordinator) FinishLoad(now time.Time, l *Load) bool {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	if o := c.parts[l.partition]; !o.Loading || o.Epoch != l.epoch {
 		return false
 	}
@@ -118,6 +124,9 @@ func (c *Coordinator) FinishLoad(now time.Time, l *Load) bool {
 // their clients find the new coordinator. A later load replays the
 // partition from scratch.
 func (c *Coordinator) Unload(now time.Time, partition int32) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	for _, id := range sortedKeys(c.groups) {
 		if c.partitionFor(id) != partition {

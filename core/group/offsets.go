@@ -6,12 +6,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // OffsetCommit handles an OffsetCommit. Accepted offsets are records in
 // the Output; the reply is durable and the offsets become visible (Apply)
 // only once the records are appended.
 func (c *Coordinator) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	code := c.checkCommit(now, req)
@@ -54,6 +59,9 @@ func (c *Coordinator) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest,
 		// Committing to an unknown group creates it, empty (a "simple"
 		// consumer that only stores offsets).
 		c.groups[req.Group] = newClassicGroup(req.Group, now)
+	}
+	if invariant.Enabled && code == 0 && len(out.Records) > 0 {
+		c.checkCommitCurrent(req)
 	}
 	out.Replies = append(out.Replies, Reply{To: w, Resp: resp, Durable: true})
 	return out
@@ -110,6 +118,9 @@ func (c *Coordinator) checkCommit(now time.Time, req *kmsg.OffsetCommitRequest) 
 // OffsetFetch handles an OffsetFetch: one group (v0-v7) or several (v8+);
 // a null topic list (v2+) asks for every committed partition.
 func (c *Coordinator) OffsetFetch(now time.Time, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version < 8 {
 		var topics []kmsg.OffsetFetchRequestGroupTopic
@@ -225,6 +236,9 @@ func (c *Coordinator) fetchGroup(now time.Time, rg kmsg.OffsetFetchRequestGroup)
 // consumes are refused with GROUP_SUBSCRIBED_TO_TOPIC; others become
 // tombstones (a durable reply).
 func (c *Coordinator) OffsetDelete(now time.Time, req *kmsg.OffsetDeleteRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	out.Replies = append(out.Replies, Reply{To: w, Resp: resp, Durable: true})

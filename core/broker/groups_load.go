@@ -107,13 +107,23 @@ func (h *groupHost) syncLocked(now time.Time) []group.Reply {
 	return replies
 }
 
-// loader runs the loads syncLocked begins, until the broker stops.
+// loadRetry is how long the loader waits before it tries a load that
+// failed to read the log again.
+const loadRetry = time.Second
+
+// loader runs the loads syncLocked begins, until the broker stops. A load
+// that fails to read leaves its partition loading (its groups answer
+// COORDINATOR_LOAD_IN_PROGRESS, never partial state) and is tried again.
 func (h *groupHost) loader() {
+	retry := time.NewTimer(loadRetry)
+	defer retry.Stop()
+	retry.Stop()
 	for {
 		select {
 		case <-h.b.stopCh:
 			return
 		case <-h.loadCh:
+		case <-retry.C:
 		}
 		h.mu.Lock()
 		replies := h.syncLocked(time.Now())
@@ -121,6 +131,7 @@ func (h *groupHost) loader() {
 		deliver(replies)
 		if err := h.loadPending(); err != nil {
 			h.b.logger.Error("broker: group coordinator load", "err", err)
+			retry.Reset(loadRetry)
 		}
 	}
 }
@@ -128,7 +139,8 @@ func (h *groupHost) loader() {
 // loadPending replays every partition waiting to load, each outside h.mu
 // (the groups of other partitions are served meanwhile), and installs it
 // if it is still wanted. It returns the first read error; that partition
-// stays loading until leadership changes (as Kafka, which logs it).
+// stays loading (Kafka would serve what it read; Vltava serves nothing
+// partial) until a retry succeeds or leadership changes.
 func (h *groupHost) loadPending() error {
 	h.mu.Lock()
 	var todo []*group.Load

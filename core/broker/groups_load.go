@@ -74,16 +74,14 @@ func (h *groupHost) kick() {
 func (h *groupHost) syncLocked(now time.Time) []group.Reply {
 	var replies []group.Reply
 	t := h.b.topic(offsetsTopic)
-	led := map[int32]int32{}
-	if t != nil {
-		for i, p := range t.partitions {
-			if e, ok := leadsAt(p); ok {
-				led[int32(i)] = e
-			}
+	leads := func(i int32) (int32, bool) {
+		if t == nil || t.partition(i) == nil {
+			return 0, false
 		}
+		return leadsAt(t.partition(i))
 	}
 	for _, i := range h.c.OwnedPartitions() {
-		if e, ok := led[i]; !ok || e != h.c.Ownership(i).Epoch {
+		if e, ok := leads(i); !ok || e != h.c.Ownership(i).Epoch {
 			out := h.c.Unload(now, i)
 			replies = append(replies, out.Replies...)
 			delete(h.loads, i)
@@ -91,8 +89,12 @@ func (h *groupHost) syncLocked(now time.Time) []group.Reply {
 				"groups_waiting", len(out.Replies))
 		}
 	}
-	for i, e := range led {
-		if h.c.Ownership(i).Owned() {
+	if t == nil {
+		return replies
+	}
+	for i := range int32(len(t.partitions)) {
+		e, ok := leads(i)
+		if !ok || h.c.Ownership(i).Owned() {
 			continue
 		}
 		l, out := h.c.BeginLoad(now, i, e)

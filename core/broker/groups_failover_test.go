@@ -42,9 +42,14 @@ func offsetsLeader(c *inProcCluster, id int32) int32 {
 type fetchClients [2]*kgo.Client
 
 func newFetchClients(c *inProcCluster) fetchClients {
-	v7 := kversion.Stable()
-	v7.SetMaxKeyVersion(9, 7)
-	return fetchClients{c.client(), c.client(kgo.MaxVersions(v7))}
+	return fetchClients{c.client(), c.client(kgo.MaxVersions(offsetFetchV7()))}
+}
+
+// offsetFetchV7 is the latest versions but OffsetFetch at most v7.
+func offsetFetchV7() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(9, 7)
+	return v
 }
 
 // fetchCommitted asks broker id itself, once and without retries, for
@@ -256,4 +261,46 @@ func groupInPartition0(t *testing.T, prefix string) string {
 	}
 	t.Fatal("no group name in partition 0")
 	return ""
+}
+
+// A coordinator that has read its partition to the log end serves it
+// only once the high watermark has reached that end: until then its
+// groups answer COORDINATOR_LOAD_IN_PROGRESS, so nothing a client sees
+// can vanish if leadership moves again before the followers have it.
+// (A single broker, whose high watermark is lowered by hand to stand for
+// a new leader that has not yet heard from its followers.)
+func TestGroupLoadWaitsForHighWatermark(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	adm := kadm.NewClient(cl)
+	ctx := clusterCtx(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	grp := groupInPartition0(t, "hw")
+	resp, err := adm.CommitOffsets(ctx, grp, kadm.Offsets{"t": {0: {Topic: "t", Partition: 0, At: 7, LeaderEpoch: -1}}})
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	p := b.topic(offsetsTopic).partition(0)
+	end := p.log.EndOffset()
+	h := b.groups
+	h.mu.Lock()
+	p.hw.Store(end - 1)
+	h.c.Unload(time.Now(), 0) // the next sync loads it again
+	h.mu.Unlock()
+	h.kick()
+
+	fc := fetchClients{cl, testClient(t, b, kgo.MaxVersions(offsetFetchV7()))}
+	loadingSince := time.Now()
+	for time.Since(loadingSince) < 500*time.Millisecond {
+		for _, a := range fetchCommitted(ctx, t, fc, b.cfg.NodeID, grp) {
+			if a.code != kerr.CoordinatorLoadInProgress.Code {
+				t.Fatalf("with the high watermark below the loaded end: %v offset %d, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(a.code), a.offset)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.advanceHW(end)
+	expectCommittedOn(ctx, t, fc, b.cfg.NodeID, grp, 7)
 }

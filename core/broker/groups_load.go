@@ -21,7 +21,11 @@ import (
 //     leader this log is the truth, and a commit acknowledged by the
 //     previous leader may lie above the HW this leader has learnt so far).
 //     The end is read again at each chunk, and the load is abandoned as
-//     soon as the partition's leadership or epoch changes.
+//     soon as the partition's leadership or epoch changes. The loaded
+//     groups are served once the high watermark has reached the end read,
+//     so nothing a client sees can vanish in a further failover (Kafka's
+//     coordinator runtime serves reads at the high watermark likewise);
+//     the new leader's HW gets there with its followers' next fetches.
 //   - When it stops leading the partition, the partition's groups are
 //     unloaded: their timers stop with them, waiting requests get
 //     NOT_COORDINATOR, and every group API answers NOT_COORDINATOR, so a
@@ -186,10 +190,12 @@ func cmpOr(a, b error) error {
 }
 
 // loadOne replays one partition into l, from the log start to the log
-// end, re-reading the end at each chunk; it gives up with
-// errLoadAbandoned once this broker no longer leads the partition at the
-// load's epoch, or the broker stops. A record that does not decode is
-// logged and skipped.
+// end, re-reading the end at each chunk, and returns once the high
+// watermark has reached that end: the loaded state is then all committed
+// (Kafka's coordinator runtime likewise reads to the log end but serves
+// reads only at the high watermark). It gives up with errLoadAbandoned
+// once this broker no longer leads the partition at the load's epoch, or
+// the broker stops. A record that does not decode is logged and skipped.
 func (h *groupHost) loadOne(l *group.Load) error {
 	if hook := groupLoadHook.Load(); hook != nil {
 		(*hook)(l.Partition())
@@ -215,7 +221,16 @@ func (h *groupHost) loadOne(l *group.Load) error {
 		}
 		end := p.log.EndOffset()
 		if off >= end {
-			return nil
+			if p.highWatermark() >= end {
+				return nil
+			}
+			// Read to the end; serve once all of it is committed.
+			select {
+			case <-p.hwChanged():
+			case <-h.b.stopCh:
+			case <-time.After(50 * time.Millisecond): // leadership may move
+			}
+			continue
 		}
 		next, err := replayChunk(p, off, end, func(key, value []byte) {
 			if err := l.Replay(time.Now(), key, value); err != nil {
@@ -226,7 +241,7 @@ func (h *groupHost) loadOne(l *group.Load) error {
 			return fmt.Errorf("broker: load %s: %w", p, err)
 		}
 		if next <= off { // nothing readable below end: a gap (compaction)
-			return nil
+			next = end
 		}
 		off = next
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,8 +268,8 @@ func groupInPartition0(t *testing.T, prefix string) string {
 // only once the high watermark has reached that end: until then its
 // groups answer COORDINATOR_LOAD_IN_PROGRESS, so nothing a client sees
 // can vanish if leadership moves again before the followers have it.
-// (A single broker, whose high watermark is lowered by hand to stand for
-// a new leader that has not yet heard from its followers.)
+// (A single broker, whose high watermark the loader is made to see one
+// behind, standing for a new leader not yet caught up by its followers.)
 func TestGroupLoadWaitsForHighWatermark(t *testing.T) {
 	b := testBroker(t)
 	cl := testClient(t, b)
@@ -282,11 +283,17 @@ func TestGroupLoadWaitsForHighWatermark(t *testing.T) {
 	if err != nil || resp.Error() != nil {
 		t.Fatalf("commit: %v %v", err, resp.Error())
 	}
-	p := b.topic(offsetsTopic).partition(0)
-	end := p.log.EndOffset()
+	var release atomic.Bool
+	behind := func(_ int32, hw int64) int64 {
+		if release.Load() {
+			return hw
+		}
+		return hw - 1
+	}
+	groupLoadHWHook.Store(&behind)
+	t.Cleanup(func() { groupLoadHWHook.Store(nil) })
 	h := b.groups
 	h.mu.Lock()
-	p.hw.Store(end - 1)
 	h.c.Unload(time.Now(), 0) // the next sync loads it again
 	h.mu.Unlock()
 	h.kick()
@@ -301,6 +308,6 @@ func TestGroupLoadWaitsForHighWatermark(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	p.advanceHW(end)
+	release.Store(true)
 	expectCommittedOn(ctx, t, fc, b.cfg.NodeID, grp, 7)
 }

@@ -42,11 +42,16 @@ import (
 // a partition, to widen the loading window.
 var groupLoadHook atomic.Pointer[func(partition int32)]
 
+// groupLoadHWHook, when set by a test, replaces the high watermark the
+// loader sees (given the partition and its real one).
+var groupLoadHWHook atomic.Pointer[func(partition int32, hw int64) int64]
+
 // errLoadAbandoned stops a load whose partition's leadership moved.
 var errLoadAbandoned = errors.New("broker: coordinator load abandoned: leadership changed")
 
 // leadsAt reports whether this broker leads p, and at which leader epoch.
-// It is the one place the group coordinator reads a partition's role.
+// leadsAt, loadedHW and hwChangedOf are the only places the group
+// coordinator reads a partition's replication state.
 func leadsAt(p *partition) (epoch int32, leader bool) {
 	for {
 		e := p.leaderEpoch.Load()
@@ -56,6 +61,18 @@ func leadsAt(p *partition) (epoch int32, leader bool) {
 		}
 	}
 }
+
+// loadedHW is p's high watermark as the loader sees it.
+func loadedHW(p *partition) int64 {
+	hw := p.highWatermark()
+	if hook := groupLoadHWHook.Load(); hook != nil {
+		hw = (*hook)(p.index, hw)
+	}
+	return hw
+}
+
+// hwChangedOf is closed the next time p's high watermark advances.
+func hwChangedOf(p *partition) <-chan struct{} { return p.hwChanged() }
 
 // kick wakes the loader: the leadership of a __consumer_offsets partition
 // may have changed. Safe on a nil host (before startGroups).
@@ -221,12 +238,12 @@ func (h *groupHost) loadOne(l *group.Load) error {
 		}
 		end := p.log.EndOffset()
 		if off >= end {
-			if p.highWatermark() >= end {
+			if loadedHW(p) >= end {
 				return nil
 			}
 			// Read to the end; serve once all of it is committed.
 			select {
-			case <-p.hwChanged():
+			case <-hwChangedOf(p):
 			case <-h.b.stopCh:
 			case <-time.After(50 * time.Millisecond): // leadership may move
 			}

@@ -28,14 +28,28 @@ func slowGroupLoads(t *testing.T, d time.Duration) {
 	t.Cleanup(func() { groupLoadHook.Store(nil) })
 }
 
-// offsetsLeader is the broker that broker id says leads
-// __consumer_offsets-0 (-1 if none).
-func offsetsLeader(c *inProcCluster, id int32) int32 {
-	v := c.partitionMeta(id, offsetsTopic, 0)
-	if v == nil {
-		return -1
+// leadsOffsets reports whether broker id leads __consumer_offsets-0, as
+// its group coordinator sees it.
+func leadsOffsets(c *inProcCluster, id int32) bool {
+	b := c.broker(id)
+	if b == nil || b.topic(offsetsTopic) == nil || b.topic(offsetsTopic).partition(0) == nil {
+		return false
 	}
-	return v.leader
+	_, ok := leadsAt(b.topic(offsetsTopic).partition(0))
+	return ok
+}
+
+// offsetsISR is the ISR of __consumer_offsets-0 in the cluster's metadata.
+func offsetsISR(ctx context.Context, adm *kadm.Client) []int32 {
+	md, err := adm.Metadata(ctx, offsetsTopic)
+	if err != nil {
+		return nil
+	}
+	p, ok := md.Topics[offsetsTopic].Partitions[0]
+	if !ok {
+		return nil
+	}
+	return p.ISR
 }
 
 // fetchClients are two clients of one cluster: one speaking the latest
@@ -177,7 +191,7 @@ func TestGroupCoordinatorFollowsOffsetsLeadership(t *testing.T) {
 	var next int32 = -1
 	c.waitFor("a new offsets leader", func() bool {
 		for _, id := range []int32{2, 3} {
-			if offsetsLeader(c, id) == id {
+			if leadsOffsets(c, id) {
 				next = id
 				return true
 			}
@@ -192,8 +206,7 @@ func TestGroupCoordinatorFollowsOffsetsLeadership(t *testing.T) {
 	// again, and broker next resigns.
 	c.start(1)
 	c.waitFor("broker 1 is back in the ISR", func() bool {
-		v := c.partitionMeta(next, offsetsTopic, 0)
-		return v != nil && slices.Contains(v.isr, 1)
+		return slices.Contains(offsetsISR(ctx, adm), 1)
 	})
 	commit(43) // through broker next, replicated to broker 1
 	rs, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{offsetsTopic: {0: {}}})
@@ -203,14 +216,14 @@ func TestGroupCoordinatorFollowsOffsetsLeadership(t *testing.T) {
 	if r := rs[offsetsTopic][0]; r.Err != nil {
 		t.Fatalf("preferred election: %v %s", r.Err, r.ErrMessage)
 	}
-	c.waitFor("broker 1 leads __consumer_offsets-0 again", func() bool { return offsetsLeader(c, 1) == 1 })
+	c.waitFor("broker 1 leads __consumer_offsets-0 again", func() bool { return leadsOffsets(c, 1) })
 	fc := newFetchClients(c) // knows broker 1's new address
 	cl2 := fc[0]
 	expectCommittedOn(ctx, t, fc, 1, committed, 43)
 
 	// The resigned coordinator holds nothing of the partition: no group,
 	// no session timer, and it says so to clients.
-	c.waitFor("broker "+itoa(next)+" has resigned", func() bool { return offsetsLeader(c, next) == 1 })
+	c.waitFor("broker "+itoa(next)+" has resigned", func() bool { return !leadsOffsets(c, next) })
 	old := c.broker(next)
 	var owned group.Ownership
 	var deadline time.Time

@@ -11,6 +11,9 @@ package broker
 //
 // A partition without a committed offset answers offset -1, leader epoch
 // -1 and empty metadata; an unknown group answers the same, not an error.
+// A group whose __consumer_offsets partition is still loading here answers
+// COORDINATOR_LOAD_IN_PROGRESS, never -1 (the consumer would reset); one
+// not led here NOT_COORDINATOR; each group of a v8+ request on its own.
 
 import (
 	"context"

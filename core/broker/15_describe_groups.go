@@ -9,7 +9,9 @@ package broker
 //
 // A group without members (only offsets, or every member gone) is Empty
 // with no members, not an error. KIP-848 groups are described too, with
-// protocol type "consumer" and their assignor as the protocol.
+// protocol type "consumer" and their assignor as the protocol. Each group
+// whose __consumer_offsets partition is loading here answers
+// COORDINATOR_LOAD_IN_PROGRESS, one not led here NOT_COORDINATOR.
 
 import (
 	"context"

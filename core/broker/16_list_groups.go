@@ -1,6 +1,8 @@
 package broker
 
-// ListGroups v0-v5 lists the groups this broker coordinates.
+// ListGroups v0-v5 lists the groups this broker coordinates (those of the
+// __consumer_offsets partitions it has loaded); while a partition loads it
+// answers COORDINATOR_LOAD_IN_PROGRESS, as Kafka does.
 //
 // Version notes: v1 adds throttling; v3 is flexible; v4 filters by state
 // (KIP-518) and returns each group's state; v5 filters by type, "classic"

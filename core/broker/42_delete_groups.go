@@ -8,7 +8,9 @@ package broker
 // message.
 //
 // The group's metadata and offsets become tombstones in
-// __consumer_offsets before the response is sent.
+// __consumer_offsets before the response is sent. Each group whose
+// __consumer_offsets partition is loading here answers
+// COORDINATOR_LOAD_IN_PROGRESS, one not led here NOT_COORDINATOR.
 
 import (
 	"context"

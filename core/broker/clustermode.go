@@ -206,6 +206,7 @@ func (a clusterApplier) ApplyFenced(fenced bool) {
 			p.FenceLocked()
 			p.UnlockTransitions()
 		}
+		b.groups.kick()
 		return
 	}
 	b.logger.Info("broker: unfenced: re-applying partition states")
@@ -257,6 +258,9 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 	v := part.View{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
 		Replicas: slices.Clone(assignment), ISR: slices.Clone(st.ISR), Version: st.Version}
 	me := b.cfg.NodeID
+	if topic == offsetsTopic {
+		defer b.groups.kick() // the group coordinator follows (groups_load.go)
+	}
 	p.LockTransitions()
 	defer p.UnlockTransitions()
 	if p.Stale(v) {
@@ -277,16 +281,6 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 			return
 		}
 		b.logger.Info("broker: leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "leo", p.log.EndOffset(), "hw", p.HighWatermark())
-		if topic == offsetsTopic && b.groups != nil {
-			// Owned by the broker's WaitGroup: Close waits for the replay
-			// before it closes the logs. The cluster node (whose watcher
-			// calls applyPartition) is closed before that wait starts.
-			b.wg.Add(1)
-			go func() {
-				defer b.wg.Done()
-				b.groups.gainedPartition(p)
-			}()
-		}
 	case st.Leader >= 0 && slices.Contains(assignment, me):
 		changed, err := p.BecomeFollowerLocked(v)
 		if err != nil {

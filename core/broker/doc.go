@@ -48,6 +48,17 @@
 // (written by a single node before it ran as a cluster of one) is given
 // its assignment and partition states by the controller at start.
 //
+// # Group coordinator
+//
+// groups.go hosts core/group: groupHost.mu serializes the coordinator and
+// the appends of its records to __consumer_offsets, so the log holds them
+// in the order the state changed. groups_load.go makes the coordinator
+// follow the leadership of __consumer_offsets partitions (load on gaining
+// it, unload on losing it). Lock order: groupHost.mu is taken before any
+// partition or log lock (a step appends while holding it) and never while
+// holding one; the cluster applier only kicks the loader, which takes
+// groupHost.mu itself.
+//
 // # Producer IDs
 //
 // /producer-ids/next holds the next unallocated producer ID. A broker

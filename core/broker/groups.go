@@ -27,8 +27,11 @@ const offsetsTopic = "__consumer_offsets"
 
 // groupHost runs the group coordinator (core/group) for the broker: it
 // serializes calls into it, appends the records each step asks for to
-// __consumer_offsets, and only then sends the step's replies. A goroutine
-// owned by the broker runs the coordinator's timers.
+// __consumer_offsets, and only then sends the step's replies. It loads a
+// __consumer_offsets partition when this broker becomes its leader and
+// unloads it when it stops leading (groups_load.go). Two goroutines owned
+// by the broker run the coordinator's timers (run) and the loads
+// (loader).
 type groupHost struct {
 	b *Broker
 
@@ -37,8 +40,13 @@ type groupHost struct {
 	mu sync.Mutex
 	c  *group.Coordinator
 
-	createMu sync.Mutex // serializes creating __consumer_offsets
-	wakeCh   chan struct{}
+	// loads are the partitions being loaded (groups_load.go), by
+	// partition; guarded by mu, read by the loader goroutine outside it.
+	loads map[int32]*group.Load
+
+	createMu sync.Mutex    // serializes creating __consumer_offsets
+	wakeCh   chan struct{} // wakes run: a deadline may have moved
+	loadCh   chan struct{} // wakes loader: leadership may have changed
 }
 
 // waiter is the group.Waiter of one request: its reply arrives on ch.
@@ -87,8 +95,9 @@ func (b *Broker) builtinAssignors() []sdk.Assignor {
 	return out
 }
 
-// startGroups builds the coordinator, loads __consumer_offsets if it
-// exists, and starts the timer goroutine.
+// startGroups builds the coordinator, loads the __consumer_offsets
+// partitions this broker already leads (all of them on a single broker),
+// and starts the timer and loader goroutines.
 func (b *Broker) startGroups() error {
 	cfg := group.DefaultConfig()
 	cfg.OffsetsPartitions = b.cfg.OffsetsTopicNumPartitions
@@ -109,85 +118,30 @@ func (b *Broker) startGroups() error {
 	}
 	cfg.Topics = brokerTopics{b}
 	cfg.Logger = b.logger
-	h := &groupHost{b: b, c: group.New(cfg), wakeCh: make(chan struct{}, 1)}
-	if err := h.load(); err != nil {
+	h := &groupHost{b: b, c: group.New(cfg), wakeCh: make(chan struct{}, 1),
+		loadCh: make(chan struct{}, 1), loads: map[int32]*group.Load{}}
+	h.mu.Lock()
+	deliver(h.syncLocked(time.Now()))
+	h.mu.Unlock()
+	if err := h.loadPending(); err != nil {
 		return err
 	}
 	b.groups = h
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
 		h.run()
 	}()
+	go func() {
+		defer b.wg.Done()
+		h.loader()
+	}()
 	return nil
 }
 
-// load replays every partition of __consumer_offsets into the
-// coordinator. A record that does not decode is logged and skipped.
-func (h *groupHost) load() error {
-	t := h.b.topic(offsetsTopic)
-	if t == nil {
-		return nil
-	}
-	now := time.Now()
-	n := 0
-	for _, p := range t.partitions {
-		err := readAll(p, func(key, value []byte) {
-			n++
-			if err := h.c.Replay(now, key, value); err != nil {
-				h.b.logger.Warn("broker: skipping a __consumer_offsets record", "partition", p.String(), "err", err)
-			}
-		})
-		if err != nil {
-			return fmt.Errorf("broker: load %s: %w", p.String(), err)
-		}
-	}
-	h.b.logger.Info("broker: loaded group coordinator state", "records", n)
-	return nil
-}
-
-// readAll calls fn for each record of a partition, from the log start to
-// its end, skipping control batches.
-func readAll(p *partition, fn func(key, value []byte)) error {
-	off, end := p.log.StartOffset(), p.log.EndOffset()
-	for off < end {
-		s, err := p.log.Read(off, 1<<20, end)
-		if err != nil {
-			return err
-		}
-		buf, err := s.Bytes(nil)
-		s.Close()
-		if err != nil {
-			return err
-		}
-		if len(buf) == 0 {
-			return nil
-		}
-		for len(buf) > 0 {
-			h, batch, rest, err := record.Next(buf)
-			if err != nil {
-				return err
-			}
-			buf = rest
-			if h.LastOffset() < off {
-				continue
-			}
-			off = h.LastOffset() + 1
-			if h.Control() {
-				continue
-			}
-			if err := record.Records(batch, 0, func(r record.Record) error {
-				fn(r.Key, r.Value)
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// run fires the coordinator's timers until the broker stops.
+// run fires the coordinator's timers until the broker stops. Each step
+// first brings ownership in line with leadership (step), so timers of
+// groups whose partition moved away never fire.
 func (h *groupHost) run() {
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
@@ -216,6 +170,7 @@ func (h *groupHost) run() {
 func (h *groupHost) step(fn func(c *group.Coordinator, now time.Time) group.Output) group.Output {
 	h.mu.Lock()
 	now := time.Now()
+	unloaded := h.syncLocked(now)
 	out := fn(h.c, now)
 	appended, err := h.appendLocked(out.Records, now)
 	if err == nil {
@@ -224,6 +179,7 @@ func (h *groupHost) step(fn func(c *group.Coordinator, now time.Time) group.Outp
 		h.b.logger.Error("broker: append to __consumer_offsets", "err", err)
 	}
 	h.mu.Unlock()
+	deliver(unloaded)
 	if err == nil && anyDurable(out.Replies) {
 		// Like Kafka's acks=-1 for the offsets topic: a commit is
 		// acknowledged only once every ISR member has it, so it survives
@@ -237,13 +193,8 @@ func (h *groupHost) step(fn func(c *group.Coordinator, now time.Time) group.Outp
 		if err != nil && r.Durable {
 			out.Replies[i].Resp = group.FailReply(r.Resp, group.StorageErrorCode())
 		}
-		if w, ok := r.To.(*waiter); ok {
-			select {
-			case w.ch <- out.Replies[i].Resp:
-			default:
-			}
-		}
 	}
+	deliver(out.Replies)
 	select { // the step may have moved a deadline
 	case h.wakeCh <- struct{}{}:
 	default:
@@ -254,6 +205,18 @@ func (h *groupHost) step(fn func(c *group.Coordinator, now time.Time) group.Outp
 // offsetsCommitTimeout bounds the wait for the ISR on an offsets-topic
 // write (Kafka's offsets.commit.timeout.ms default).
 const offsetsCommitTimeout = 5 * time.Second
+
+// deliver hands replies to the requests waiting for them.
+func deliver(rs []group.Reply) {
+	for _, r := range rs {
+		if w, ok := r.To.(*waiter); ok {
+			select {
+			case w.ch <- r.Resp:
+			default:
+			}
+		}
+	}
+}
 
 func anyDurable(rs []group.Reply) bool {
 	for _, r := range rs {
@@ -395,36 +358,4 @@ func await(ctx context.Context, w *waiter) (*wire.Response, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// gainedPartition replays a __consumer_offsets partition this broker just
-// became leader of, so the groups it holds are served from their latest
-// state (the coordinator moves with the partition's leadership).
-func (h *groupHost) gainedPartition(p *partition) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	now := time.Now()
-	n := 0
-	err := readAll(p, func(key, value []byte) {
-		n++
-		if err := h.c.Replay(now, key, value); err != nil {
-			h.b.logger.Warn("broker: skipping a __consumer_offsets record", "partition", p.String(), "err", err)
-		}
-	})
-	if err != nil {
-		h.b.logger.Error("broker: load coordinator partition", "partition", p.String(), "err", err)
-		return
-	}
-	h.b.logger.Info("broker: coordinator partition loaded", "partition", p.String(), "records", n)
-}
-
-// coordinates reports whether this broker leads the __consumer_offsets
-// partition of group (always, in single-node mode).
-func (b *Broker) coordinates(groupID string) bool {
-	t := b.topic(offsetsTopic)
-	if t == nil {
-		return true // created on first use, here
-	}
-	p := t.partition(group.PartitionFor(groupID, int32(len(t.partitions))))
-	return p != nil && p.IsLeader()
 }

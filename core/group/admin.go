@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // authorizedOpsUnset is Kafka's value when operations were not asked for.
@@ -28,6 +30,8 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		switch {
 		case id == "":
 			dg.ErrorCode = kerr.InvalidGroupID.Code
+		case c.coordinatorError(id) != 0:
+			dg.ErrorCode = c.coordinatorError(id)
 		case g == nil:
 			dg.State = StateDead
 			if req.Version >= 6 {
@@ -48,7 +52,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 				dm := kmsg.NewDescribeGroupsResponseGroupMember()
 				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
 				if m.instanceID != "" {
-					dm.InstanceID = &m.instanceID
+					dm.InstanceID = ptr(m.instanceID)
 				}
 				if cg.state == StateStable {
 					dm.ProtocolMetadata, _ = m.metadataFor(cg.protocol)
@@ -74,7 +78,7 @@ func (c *Coordinator) describeConsumerAsClassic(g *group, dg *kmsg.DescribeGroup
 		dm := kmsg.NewDescribeGroupsResponseGroupMember()
 		dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
 		if m.instanceID != "" {
-			dm.InstanceID = &m.instanceID
+			dm.InstanceID = ptr(m.instanceID)
 		}
 		md := kmsg.NewConsumerMemberMetadata()
 		md.Version = 0
@@ -99,6 +103,8 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		switch {
 		case id == "":
 			dg.ErrorCode = kerr.InvalidGroupID.Code
+		case c.coordinatorError(id) != 0:
+			dg.ErrorCode = c.coordinatorError(id)
 		case g == nil:
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := fmt.Sprintf("group %s not found", id)
@@ -117,14 +123,14 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 				dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 				dm.MemberID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.epoch, m.clientID, m.clientHost
 				if m.instanceID != "" {
-					dm.InstanceID = &m.instanceID
+					dm.InstanceID = ptr(m.instanceID)
 				}
 				if m.rack != "" {
-					dm.RackID = &m.rack
+					dm.RackID = ptr(m.rack)
 				}
 				dm.SubscribedTopics = slices.Clone(m.names)
 				if m.regex != "" {
-					dm.SubscribedTopicRegex = &m.regex
+					dm.SubscribedTopicRegex = ptr(m.regex)
 				}
 				dm.Assignment = c.describeAssignment(m.assigned)
 				dm.TargetAssignment = c.describeAssignment(cg.target[m.id])
@@ -138,9 +144,15 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 }
 
 // ListGroups handles ListGroups with its state (v4+) and type (v5+)
-// filters, both case-insensitive.
+// filters, both case-insensitive: the groups of the partitions loaded
+// here, or COORDINATOR_LOAD_IN_PROGRESS while any partition loads.
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	if c.loadingAny() {
+		// As Kafka: the list would miss the loading partitions' groups.
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		return resp
+	}
 	match := func(filter []string, v string) bool {
 		if len(filter) == 0 {
 			return true
@@ -163,6 +175,9 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 // deleted (NON_EMPTY_GROUP otherwise); its metadata and every offset get
 // tombstones (a durable reply).
 func (c *Coordinator) DeleteGroups(now time.Time, req *kmsg.DeleteGroupsRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	out.Replies = append(out.Replies, Reply{To: w, Resp: resp, Durable: true})
@@ -173,6 +188,8 @@ func (c *Coordinator) DeleteGroups(now time.Time, req *kmsg.DeleteGroupsRequest,
 		switch {
 		case id == "":
 			dg.ErrorCode = kerr.InvalidGroupID.Code
+		case c.coordinatorError(id) != 0:
+			dg.ErrorCode = c.coordinatorError(id)
 		case g == nil:
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
 		case !g.empty():

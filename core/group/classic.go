@@ -34,6 +34,9 @@ type classic struct {
 	rebalanceDeadline time.Time
 	initialDelayCap   time.Time
 	seq               uint64 // join order, for choosing a leader
+	// genSeen is the generation at the last invariant check (the
+	// invariants build tag only).
+	genSeen int32
 }
 
 // member is one classic group member.

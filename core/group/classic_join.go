@@ -5,12 +5,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // JoinGroup handles a classic JoinGroup. The reply to w comes in this
 // Output when the request fails or can be answered at once, else in the
 // Output of the step that completes the rebalance.
 func (c *Coordinator) JoinGroup(now time.Time, cl Client, req *kmsg.JoinGroupRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	fail := func(code int16, memberID string) Output {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -22,6 +27,8 @@ func (c *Coordinator) JoinGroup(now time.Time, cl Client, req *kmsg.JoinGroupReq
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID.Code, req.MemberID)
+	case c.coordinatorError(req.Group) != 0:
+		return fail(c.coordinatorError(req.Group), req.MemberID)
 	case session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout:
 		return fail(kerr.InvalidSessionTimeout.Code, req.MemberID)
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
@@ -313,8 +320,8 @@ func (c *Coordinator) replyJoin(cg *classic, m *member, out *Output) {
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.Version = m.joinV
 	resp.Generation = cg.generation
-	resp.ProtocolType = &cg.protocolType
-	resp.Protocol = &cg.protocol
+	resp.ProtocolType = ptr(cg.protocolType)
+	resp.Protocol = ptr(cg.protocol)
 	resp.LeaderID = cg.leader
 	resp.MemberID = m.id
 	if m.id == cg.leader {
@@ -323,7 +330,7 @@ func (c *Coordinator) replyJoin(cg *classic, m *member, out *Output) {
 			rm := kmsg.NewJoinGroupResponseMember()
 			rm.MemberID = o.id
 			if o.instanceID != "" {
-				rm.InstanceID = &o.instanceID
+				rm.InstanceID = ptr(o.instanceID)
 			}
 			rm.ProtocolMetadata, _ = o.metadataFor(cg.protocol)
 			resp.Members = append(resp.Members, rm)

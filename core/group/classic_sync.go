@@ -5,12 +5,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // SyncGroup handles a classic SyncGroup. The leader's sync stores the
 // assignment (a durable reply) and answers every waiting member; other
 // members wait for it.
 func (c *Coordinator) SyncGroup(now time.Time, req *kmsg.SyncGroupRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	fail := func(code int16) Output {
@@ -22,6 +27,8 @@ func (c *Coordinator) SyncGroup(now time.Time, req *kmsg.SyncGroupRequest, w Wai
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID.Code)
+	case c.coordinatorError(req.Group) != 0:
+		return fail(c.coordinatorError(req.Group))
 	case g == nil || g.consumer != nil:
 		return fail(kerr.UnknownMemberID.Code)
 	}
@@ -73,7 +80,7 @@ func (c *Coordinator) SyncGroup(now time.Time, req *kmsg.SyncGroupRequest, w Wai
 func (c *Coordinator) replySync(cg *classic, m *member, w Waiter, v int16, out *Output, durable bool) {
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.Version = v
-	resp.ProtocolType, resp.Protocol = &cg.protocolType, &cg.protocol
+	resp.ProtocolType, resp.Protocol = ptr(cg.protocolType), ptr(cg.protocol)
 	resp.MemberAssignment = m.assignment
 	if resp.MemberAssignment == nil {
 		resp.MemberAssignment = []byte{}
@@ -85,11 +92,17 @@ func (c *Coordinator) replySync(cg *classic, m *member, w Waiter, v int16, out *
 // Heartbeat handles a classic Heartbeat: it keeps the member's session
 // alive and tells it when to rejoin.
 func (c *Coordinator) Heartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	g := c.groups[req.Group]
 	switch {
 	case req.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	case c.coordinatorError(req.Group) != 0:
+		resp.ErrorCode = c.coordinatorError(req.Group)
 		return resp
 	case g == nil || g.consumer != nil:
 		resp.ErrorCode = kerr.UnknownMemberID.Code
@@ -117,6 +130,9 @@ func (c *Coordinator) Heartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg
 // identified by member or instance ID (v3+, KIP-345).
 // Other members' requests completed by the leave are in the Output.
 func (c *Coordinator) LeaveGroup(now time.Time, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, Output) {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	members := req.Members
@@ -127,6 +143,9 @@ func (c *Coordinator) LeaveGroup(now time.Time, req *kmsg.LeaveGroupRequest) (*k
 	switch {
 	case req.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, out
+	case c.coordinatorError(req.Group) != 0:
+		resp.ErrorCode = c.coordinatorError(req.Group)
 		return resp, out
 	case g == nil || g.consumer != nil:
 		resp.ErrorCode = kerr.UnknownMemberID.Code

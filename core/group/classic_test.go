@@ -259,3 +259,25 @@ func joinNew(t *testing.T, c *Coordinator, now time.Time, w Waiter, protocols ..
 	id := replyTo[*kmsg.JoinGroupResponse](t, out, w).MemberID
 	return c.JoinGroup(now, Client{}, joinReq("g", id, nil, protocols...), w)
 }
+
+// Replies are encoded by the caller after the coordinator has moved on,
+// so they must not point into its state: a SyncGroup reply keeps the
+// protocol it was sent with even when the group then empties (which
+// clears the group's protocol). Under -race this was a data race between
+// the response writer and the next step.
+func TestRepliesDoNotAliasGroupState(t *testing.T) {
+	c := testCoordinator(topics())
+	ids := stableGroup(t, c, "g", "")
+	s := kmsg.NewPtrSyncGroupRequest()
+	s.Group, s.MemberID, s.Generation = "g", ids[0], c.group("g").classic.generation
+	sync := replyTo[*kmsg.SyncGroupResponse](t, c.SyncGroup(at(200), s, "s"), "s")
+	l := kmsg.NewPtrLeaveGroupRequest()
+	l.Group, l.MemberID = "g", ids[0]
+	c.LeaveGroup(at(300), l)
+	if st := c.group("g").state(); st != StateEmpty {
+		t.Fatalf("group is %s after its only member left", st)
+	}
+	if sync.Protocol == nil || *sync.Protocol != "range" {
+		t.Fatalf("the SyncGroup reply's protocol changed after it was sent: %v", sync.Protocol)
+	}
+}

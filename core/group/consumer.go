@@ -48,6 +48,9 @@ type consumer struct {
 	// persisted holds the KIP-848 records of this group in the log (key →
 	// value), so each step writes only what changed (consumer_records.go).
 	persisted map[string][]byte
+	// epochSeen is the epoch at the last invariant check (the invariants
+	// build tag only).
+	epochSeen int32
 }
 
 // cmember is one KIP-848 group member.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // ConsumerGroupHeartbeat handles a KIP-848 heartbeat: join (epoch 0),
@@ -16,6 +18,9 @@ import (
 // carries the member's owned partitions and gets its next assignment.
 // ctx bounds the assignor call.
 func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, now time.Time, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, Output) {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(e *kerr.Error, msg string) (*kmsg.ConsumerGroupHeartbeatResponse, Output) {
@@ -61,7 +66,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, now time.Time,
 	full := req.Topics != nil
 	c.reconcile(now, cg, m, req.Topics)
 	m.sessionDeadline = now.Add(c.cfg.ConsumerSessionTimeout)
-	resp.MemberID = &m.id
+	resp.MemberID = ptr(m.id)
 	resp.MemberEpoch = m.epoch
 	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
 	if m.changed || full {
@@ -106,6 +111,8 @@ func (c *Coordinator) checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*
 	switch {
 	case req.Group == "":
 		return kerr.InvalidRequest, "group id is empty"
+	case c.coordinatorError(req.Group) != 0:
+		return kerr.ErrorForCode(c.coordinatorError(req.Group)).(*kerr.Error), ""
 	case req.MemberID == "" && req.Version >= 1:
 		return kerr.InvalidRequest, "member id is empty"
 	case req.MemberEpoch < -2:

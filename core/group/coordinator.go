@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vltava/vltava/plugins/sdk"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // Config is the coordinator's share of the broker configuration.
@@ -119,12 +121,19 @@ type Coordinator struct {
 	cfg    Config
 	logger *slog.Logger
 	groups map[string]*group
+	// parts holds the __consumer_offsets partitions this coordinator
+	// loads or has loaded (load.go); only their groups are served.
+	//
+	// INVARIANT: every group in groups belongs to a Loaded partition
+	// (Replay, for tests and tools, is the exception).
+	parts map[int32]Ownership
 	// nextRetention is when offsets retention next runs.
 	nextRetention time.Time
 }
 
-// New returns an empty coordinator. Call Replay for every record of
-// __consumer_offsets before serving requests.
+// New returns an empty coordinator that owns no partition: every group
+// is answered NOT_COORDINATOR until its __consumer_offsets partition is
+// loaded (BeginLoad, FinishLoad).
 func New(cfg Config) *Coordinator {
 	if cfg.OffsetsPartitions <= 0 {
 		cfg.OffsetsPartitions = 50
@@ -142,7 +151,7 @@ func New(cfg Config) *Coordinator {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Coordinator{cfg: cfg, logger: logger, groups: map[string]*group{}}
+	return &Coordinator{cfg: cfg, logger: logger, groups: map[string]*group{}, parts: map[int32]Ownership{}}
 }
 
 type noTopics struct{}
@@ -204,6 +213,9 @@ func (c *Coordinator) NextDeadline() time.Time {
 // Tick runs everything due at now: session expiry, rebalance and initial
 // delay deadlines, revocation timeouts and offsets retention.
 func (c *Coordinator) Tick(now time.Time) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	for _, id := range sortedKeys(c.groups) {
 		g := c.groups[id]
@@ -274,3 +286,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(ks)
 	return ks
 }
+
+// ptr returns a pointer to a copy of s. Responses must never point into
+// the coordinator's state: the caller encodes them after its lock is
+// released, while later steps change that state.
+func ptr(s string) *string { return &s }

@@ -25,6 +25,24 @@
 // of __consumer_offsets: abs(Java String.hashCode(group)) % partitions;
 // the leader of that partition is the group's coordinator.
 //
+// # Loading and unloading
+//
+// A coordinator serves only the groups of the partitions it has loaded.
+// When the caller's broker becomes leader of a partition (or leader again
+// at a newer leader epoch) it calls BeginLoad: from then on every request
+// for a group of that partition is answered COORDINATOR_LOAD_IN_PROGRESS.
+// The caller replays the partition's records into the returned Load
+// (outside its lock: a Load is state of its own, never served) and calls
+// FinishLoad, which installs the groups if the partition is still loading
+// at that epoch, with fresh member sessions. When the broker stops leading
+// the partition it calls Unload: the partition's groups are dropped with
+// their timers, and requests waiting on them are answered NOT_COORDINATOR.
+// A group of a partition neither loading nor loaded is answered
+// NOT_COORDINATOR by every group API; the multi-group ones (OffsetFetch
+// v8+, DescribeGroups, DeleteGroups, ConsumerGroupDescribe) decide per
+// group, and ListGroups answers COORDINATOR_LOAD_IN_PROGRESS while any
+// partition loads, as Kafka does.
+//
 // # Records in __consumer_offsets
 //
 // Kafka's own key and value schemas (kmsg encodes them; all integers are

@@ -65,7 +65,18 @@ func testCoordinator(tp fakeTopics) *Coordinator {
 	cfg.ConsumerHeartbeatInterval = 100 * time.Millisecond
 	cfg.Assignors = []sdk.Assignor{deal{}}
 	cfg.Topics = tp
-	return New(cfg)
+	c := New(cfg)
+	ownAll(c)
+	return c
+}
+
+// ownAll loads every (empty) __consumer_offsets partition, as a single
+// broker that leads them all does.
+func ownAll(c *Coordinator) {
+	for p := int32(0); p < c.cfg.OffsetsPartitions; p++ {
+		l, _ := c.BeginLoad(t0, p, 0)
+		c.FinishLoad(t0, l)
+	}
 }
 
 func joinReq(group, member string, instance *string, protocols ...string) *kmsg.JoinGroupRequest {

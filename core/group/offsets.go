@@ -6,12 +6,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // OffsetCommit handles an OffsetCommit. Accepted offsets are records in
 // the Output; the reply is durable and the offsets become visible (Apply)
 // only once the records are appended.
 func (c *Coordinator) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	code := c.checkCommit(now, req)
@@ -55,6 +60,9 @@ func (c *Coordinator) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest,
 		// consumer that only stores offsets).
 		c.groups[req.Group] = newClassicGroup(req.Group, now)
 	}
+	if invariant.Enabled && code == 0 && len(out.Records) > 0 {
+		c.checkCommitCurrent(req)
+	}
 	out.Replies = append(out.Replies, Reply{To: w, Resp: resp, Durable: true})
 	return out
 }
@@ -66,6 +74,9 @@ func (c *Coordinator) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest,
 func (c *Coordinator) checkCommit(now time.Time, req *kmsg.OffsetCommitRequest) int16 {
 	if req.Group == "" {
 		return kerr.InvalidGroupID.Code
+	}
+	if code := c.coordinatorError(req.Group); code != 0 {
+		return code
 	}
 	g := c.groups[req.Group]
 	simple := req.Generation < 0 && req.MemberID == ""
@@ -107,6 +118,9 @@ func (c *Coordinator) checkCommit(now time.Time, req *kmsg.OffsetCommitRequest) 
 // OffsetFetch handles an OffsetFetch: one group (v0-v7) or several (v8+);
 // a null topic list (v2+) asks for every committed partition.
 func (c *Coordinator) OffsetFetch(now time.Time, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version < 8 {
 		var topics []kmsg.OffsetFetchRequestGroupTopic
@@ -122,6 +136,20 @@ func (c *Coordinator) OffsetFetch(now time.Time, req *kmsg.OffsetFetchRequest) *
 		}
 		g := c.fetchGroup(now, rg)
 		resp.ErrorCode = g.ErrorCode
+		if g.ErrorCode != 0 && req.Version < 2 {
+			// v0 and v1 have no top-level error: each partition carries it.
+			for _, t := range req.Topics {
+				st := kmsg.NewOffsetFetchResponseTopic()
+				st.Topic = t.Topic
+				for _, p := range t.Partitions {
+					sp := kmsg.NewOffsetFetchResponseTopicPartition()
+					sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, g.ErrorCode
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp
+		}
 		for _, t := range g.Topics {
 			st := kmsg.NewOffsetFetchResponseTopic()
 			st.Topic = t.Topic
@@ -145,6 +173,10 @@ func (c *Coordinator) fetchGroup(now time.Time, rg kmsg.OffsetFetchRequestGroup)
 	out.Group = rg.Group
 	if rg.Group == "" {
 		out.ErrorCode = kerr.InvalidGroupID.Code
+		return out
+	}
+	if code := c.coordinatorError(rg.Group); code != 0 {
+		out.ErrorCode = code
 		return out
 	}
 	g := c.groups[rg.Group]
@@ -204,6 +236,9 @@ func (c *Coordinator) fetchGroup(now time.Time, rg kmsg.OffsetFetchRequestGroup)
 // consumes are refused with GROUP_SUBSCRIBED_TO_TOPIC; others become
 // tombstones (a durable reply).
 func (c *Coordinator) OffsetDelete(now time.Time, req *kmsg.OffsetDeleteRequest, w Waiter) Output {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	var out Output
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	out.Replies = append(out.Replies, Reply{To: w, Resp: resp, Durable: true})
@@ -211,6 +246,9 @@ func (c *Coordinator) OffsetDelete(now time.Time, req *kmsg.OffsetDeleteRequest,
 	switch {
 	case req.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return out
+	case c.coordinatorError(req.Group) != 0:
+		resp.ErrorCode = c.coordinatorError(req.Group)
 		return out
 	case g == nil:
 		resp.ErrorCode = kerr.GroupIDNotFound.Code

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 func commitReq(group string, offsets map[int32]int64) *kmsg.OffsetCommitRequest {
@@ -185,6 +187,13 @@ func FuzzReplay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		c := testCoordinator(topics("t", 1))
 		_ = c.Replay(at(0), key, value)
+		if invariant.Enabled {
+			// One arbitrary record can load state no step of ours would
+			// make (a member ahead of its group's epoch, a leader that
+			// is not a member), which the invariant checks reject by
+			// design; they guard what the coordinator itself does.
+			return
+		}
 		c.DescribeGroups(&kmsg.DescribeGroupsRequest{Groups: []string{"g"}})
 		c.Tick(at(1))
 	})

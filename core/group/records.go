@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // ErrCorrupt marks a __consumer_offsets record that does not decode.
@@ -112,6 +114,9 @@ func (c *Coordinator) Replay(now time.Time, key, value []byte) error {
 // once their records are in the log, and a KIP-848 group's records count
 // as written (so later steps write only changes).
 func (c *Coordinator) Apply(now time.Time, recs []Record) {
+	if invariant.Enabled {
+		defer c.checkInvariants()
+	}
 	for _, r := range recs {
 		if len(r.Key) < 2 {
 			continue

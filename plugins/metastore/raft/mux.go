@@ -24,8 +24,12 @@ var errMuxClosed = errors.New("raft: quorum listener closed")
 
 // mux owns the quorum listener and splits its connections by tag into
 // two net.Listeners: one for raft's transport, one for the forwarding
-// server. It tracks every accepted connection and closes them all on
-// close, so no handler of either protocol outlives the Store.
+// server. It tracks every accepted connection, closes them all on close
+// and waits until their handlers have let go of them, so no handler of
+// either protocol outlives the Store. (hashicorp/raft answers heartbeats
+// on the transport's connection goroutine, which Raft.Shutdown does not
+// wait for: one that passed the shutdown check would otherwise write the
+// term to a store already closed and panic, hashicorp/raft#717.)
 type mux struct {
 	ln        net.Listener
 	advertise net.Addr
@@ -38,7 +42,14 @@ type mux struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup // the accept loop and the tag readers
+	// held counts accepted connections whose owner (a tag reader, raft's
+	// connection handler, the forwarding server) has not closed them.
+	held sync.WaitGroup
 }
+
+// handlerWait bounds how long close waits for connection handlers to
+// return once their connections are closed.
+const handlerWait = 5 * time.Second
 
 func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger) *mux {
 	m := &mux{ln: ln, advertise: advertise, log: log, conns: make(map[net.Conn]struct{})}
@@ -78,6 +89,7 @@ func (m *mux) track(c net.Conn) bool {
 		return false
 	}
 	m.conns[c] = struct{}{}
+	m.held.Add(1)
 	return true
 }
 
@@ -91,12 +103,14 @@ type trackedConn struct {
 
 // Close implements net.Conn.
 func (c *trackedConn) Close() error {
+	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.m.mu.Lock()
 		delete(c.m.conns, c)
 		c.m.mu.Unlock()
+		c.m.held.Done()
 	})
-	return c.Conn.Close()
+	return err
 }
 
 // route reads the tag byte and hands the connection on.
@@ -126,7 +140,8 @@ func (m *mux) route(conn net.Conn) {
 }
 
 // close stops accepting, closes every accepted connection and waits for
-// the mux's goroutines.
+// the mux's goroutines and for every connection's owner to have closed it
+// (its handler has returned), at most handlerWait.
 func (m *mux) close() {
 	m.mu.Lock()
 	m.closed = true
@@ -140,6 +155,18 @@ func (m *mux) close() {
 		c.(*trackedConn).Conn.Close()
 	}
 	m.wg.Wait()
+	released := make(chan struct{})
+	go func() {
+		m.held.Wait()
+		close(released)
+	}()
+	t := time.NewTimer(handlerWait)
+	defer t.Stop()
+	select {
+	case <-released:
+	case <-t.C:
+		m.log.Warn("raft: quorum connection handlers still running after close", "waited", handlerWait)
+	}
 }
 
 // chanListener is a net.Listener fed by the mux.

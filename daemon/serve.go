@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/vltava/vltava/core/broker"
+	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/plugins/host"
 )
 
@@ -31,6 +35,33 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if len(f.ignored) > 0 {
+		logger.Warn("config keys of Kafka's that have no effect in Vltava are ignored", "keys", strings.Join(f.ignored, ","))
+	}
+	for _, n := range f.notes {
+		logger.Info(n)
+	}
+	roles, _ := cfg.Roles() // Validate checked it
+	if roles.Broker {
+		// Before anything is written: a port in use must not leave a new
+		// data directory behind.
+		if err := checkListen(cfg); err != nil {
+			logger.Error("cannot listen", "err", err)
+			return 1
+		}
+	}
+	fresh := isFresh(cfg.LogDirs)
+	locks, err := lockDirs(cfg.LogDirs)
+	if err != nil {
+		logger.Error("cannot use the data directory", "err", err)
+		return 1
+	}
+	started := false
+	defer func() {
+		for _, l := range locks {
+			l.release(fresh && !started)
+		}
+	}()
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
@@ -49,7 +80,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
-	if roles, _ := cfg.Roles(); !roles.Broker { // Validate checked it
+	if !roles.Broker {
+		started = true
 		return serveController(cfg, sigCh, stdout, logger)
 	}
 
@@ -80,13 +112,15 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		logger.Error("invalid configuration", "err", err)
 		return 1
 	}
+	started = true // from here on the data directory holds the broker's files
 	if err := b.Start(); err != nil {
 		logger.Error("broker failed to start", "err", err)
 		return 1
 	}
 	select {
 	case <-b.Ready():
-		fmt.Fprintf(stdout, "vltavad ready: listening on %s, data in %s, node %d\n", b.Addr(), cfg.LogDirs, cfg.NodeID)
+		fmt.Fprintf(stdout, "vltavad ready: listening on %s, advertised as %s, data in %s, node %d\n",
+			b.Addr(), cfg.AdvertisedListeners, cfg.LogDirs, cfg.NodeID)
 	case sig := <-sigCh:
 		logger.Info("signal during startup, shutting down", "signal", sig.String())
 		return closeBroker(b, sigCh, logger)
@@ -94,6 +128,53 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	sig := <-sigCh
 	logger.Info("shutting down", "signal", sig.String())
 	return closeBroker(b, sigCh, logger)
+}
+
+// checkListen binds the Kafka listener's address for a moment, so that a
+// port in use is reported before the data directory is touched.
+func checkListen(cfg config.Broker) error {
+	addr, err := cfg.ListenAddr()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listeners %s: %w", addr, err)
+	}
+	return ln.Close()
+}
+
+// isFresh reports whether no data directory holds a broker's files yet
+// (none exists, or none has meta.properties or meta/).
+func isFresh(dirs string) bool {
+	for _, d := range strings.Split(dirs, ",") {
+		d = strings.TrimSpace(d)
+		for _, name := range []string{"meta.properties", "meta"} {
+			if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lockDirs locks each of the comma-separated data directories.
+func lockDirs(dirs string) ([]*dirLock, error) {
+	var locks []*dirLock
+	for _, d := range strings.Split(dirs, ",") {
+		if d = strings.TrimSpace(d); d == "" {
+			continue
+		}
+		l, err := lockDir(d)
+		if err != nil {
+			for _, held := range locks {
+				held.release(false)
+			}
+			return nil, err
+		}
+		locks = append(locks, l)
+	}
+	return locks, nil
 }
 
 // closeBroker shuts the broker down cleanly; another signal meanwhile exits

@@ -319,3 +319,60 @@ func TestParseFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumeStopsWhenTopicDeleted: a running consume ends with "topic
+// deleted" when its topic is deleted, instead of waiting for ever.
+func TestConsumeStopsWhenTopicDeleted(t *testing.T) {
+	addr := newCluster(t, "doomed")
+	cli(t, addr, "a\nb\n", "produce", "doomed")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-b", addr, "consume", "doomed"}, strings.NewReader(""), &out, &errOut)
+	}()
+	// Wait until it printed what is there, then delete the topic under it.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("consume ended before the delete: %v", err)
+		default:
+		}
+		if strings.Count(cli(t, addr, "", "consume", "doomed", "--until-end"), "\n") == 2 {
+			break
+		}
+	}
+	cli(t, addr, "", "topic", "delete", "doomed")
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "doomed: topic deleted") {
+			t.Errorf("consume ended with %v, want doomed: topic deleted", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("consume still running 30s after its topic was deleted")
+	}
+}
+
+// TestPerfConsumeRateExcludesIdleWait: a run that ends by waiting in vain
+// for more records ends its figures at the last record.
+func TestPerfConsumeRateExcludesIdleWait(t *testing.T) {
+	addr := newCluster(t, "short")
+	cli(t, addr, "", "perf", "produce", "short", "--records", "100", "--record-size", "10", "--acks", "1")
+	out, _, err := cliErr(t, addr, "", "perf", "consume", "short", "--records", "101", "--idle", "5s", "--json")
+	if err == nil || !strings.Contains(err.Error(), "consumed 100 of 101") {
+		t.Fatalf("err = %v", err)
+	}
+	var r struct {
+		Records int64
+		Seconds float64
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	// The run itself waited 5s for a record that never came; the figures
+	// must not include that wait.
+	if r.Records != 100 || r.Seconds >= 5 {
+		t.Errorf("figures %+v: want 100 records over less than the 5s idle wait", r)
+	}
+}

@@ -75,6 +75,26 @@ func waitTopicServed(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topi
 	}
 }
 
+// knownToSomeBroker reports whether any broker's metadata has the topic
+// (a topic that some broker knows is still on its way to the others).
+func knownToSomeBroker(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string) bool {
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return false
+	}
+	for _, b := range md.Brokers {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func topicServed(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string, partitions int) error {
 	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
@@ -173,7 +193,7 @@ func topicDescribe(ctx context.Context, e *env, c *command, args []string) error
 		return err
 	}
 	name := pos[0]
-	return e.admin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+	return e.adminClient(ctx, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 		var (
 			td           kadm.TopicDetail
 			starts, ends kadm.ListedOffsets
@@ -186,7 +206,7 @@ func topicDescribe(ctx context.Context, e *env, c *command, args []string) error
 			td, starts, ends, err = describeOnce(ctx, adm, name)
 			waited := time.Since(began)
 			if err == nil || waited > min(describeRetryFor, e.timeout) || ctx.Err() != nil ||
-				(errors.Is(err, errNoTopic) && waited > time.Second) {
+				(errors.Is(err, errNoTopic) && waited > time.Second && !knownToSomeBroker(ctx, cl, adm, name)) {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)

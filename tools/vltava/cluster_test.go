@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vltava/vltava/daemon/daemontest"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor waits until out matches re and returns the match.
+func waitFor(t *testing.T, out *syncBuffer, re string, done <-chan error) []string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := rx.FindStringSubmatch(out.String()); m != nil {
+			return m
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("cluster up ended (%v) before printing %q:\n%s", err, re, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("cluster up did not print %q:\n%s", re, out.String())
+	return nil
+}
+
+// TestClusterUp: a node that dies is reported and the others keep
+// running; kill N, restart N and stop work from stdin and from another
+// command; topic describe right after topic create shows every partition's
+// offsets, whichever broker leads it.
+func TestClusterUp(t *testing.T) {
+	bin := daemontest.Build(t)
+	dir := t.TempDir()
+	stdin, stdinW := io.Pipe()
+	defer stdinW.Close()
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		done <- run(ctx, []string{"cluster", "up", "-n", "2", "--controllers", "1", "--vltavad", bin, "--dir", dir},
+			stdin, &out, io.Discard)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+			t.Error("cluster up did not stop")
+		}
+	})
+	boot := waitFor(t, &out, `bootstrap: (\S+)\n`, done)[1]
+	if !strings.Contains(out.String(), "cluster of 2 brokers and 1 controller (") {
+		t.Errorf("header:\n%s", out.String())
+	}
+
+	// describe right after create: every partition has offsets.
+	cli(t, boot, "", "topic", "create", "spread", "-p", "4", "-r", "1")
+	desc := cli(t, boot, "", "topic", "describe", "spread")
+	if strings.Contains(desc, "-1") || strings.Count(desc, "\n") != 7 {
+		t.Errorf("describe right after create:\n%s", desc)
+	}
+
+	// kill 2 from the terminal; the cluster stays up.
+	if _, err := io.WriteString(stdinW, "kill 2\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, `killed broker 2 \(kill -9\)`, done)
+
+	// broker 1 crashes (kill -9 from outside): reported, the others run.
+	pidText, err := os.ReadFile(filepath.Join(dir, "broker-1", ".lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatalf("lock file holds %q", pidText)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, `broker 1 exited \(signal: killed\); see .*broker-1.log. The others keep running`, done)
+
+	// restart from another terminal, and from this one.
+	if got := cli(t, boot, "", "cluster", "restart", "1", "--dir", dir); !strings.HasPrefix(got, "restarted broker 1 (pid ") {
+		t.Errorf("cluster restart 1 printed %q", got)
+	}
+	io.WriteString(stdinW, "restart 2\n")
+	waitFor(t, &out, `restarted broker 2`, done)
+	if _, _, err := cliErr(t, boot, "", "cluster", "kill", "9", "--dir", dir); err == nil || !strings.Contains(err.Error(), "no node") {
+		t.Errorf("cluster kill 9: %v", err)
+	}
+	// Both serve again (once they have started).
+	for _, addr := range strings.Split(boot, ",") {
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			_, _, err := cliErr(t, addr, "", "topic", "list", "--timeout", "5s")
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not serve after the restart: %v", addr, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	if got := cli(t, boot, "", "cluster", "stop", "--dir", dir); !strings.Contains(got, "stopping") {
+		t.Errorf("cluster stop printed %q", got)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("cluster up: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("cluster up still running after stop")
+	}
+}
+
+// TestClusterUpOutsideTheRepository: without a vltavad to run, the error
+// says what to do, and does not blame the conformance suite.
+func TestClusterUpOutsideTheRepository(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("PATH", t.TempDir())
+	_, _, err := cliErr(t, "127.0.0.1:1", "", "cluster", "up", "-n", "1")
+	if err == nil || strings.Contains(err.Error(), "conformance") || !strings.Contains(err.Error(), "--vltavad") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestPlural(t *testing.T) {
+	if plural(1, "controller") != "1 controller" || plural(0, "controller") != "0 controllers" {
+		t.Error(plural(1, "controller"), plural(0, "controller"))
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vltava/vltava/core/broker"
 	"github.com/vltava/vltava/core/config"
@@ -34,7 +35,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vltavad:", err)
 		return 1
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	summary := newSummaryHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(summary)
 	if len(f.ignored) > 0 {
 		logger.Warn("config keys of Kafka's that have no effect in Vltava are ignored", "keys", strings.Join(f.ignored, ","))
 	}
@@ -119,15 +121,26 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	}
 	select {
 	case <-b.Ready():
+		summary.summary(logger)
 		fmt.Fprintf(stdout, "vltavad ready: listening on %s, advertised as %s, data in %s, node %d\n",
 			b.Addr(), cfg.AdvertisedListeners, cfg.LogDirs, cfg.NodeID)
 	case sig := <-sigCh:
 		logger.Info("signal during startup, shutting down", "signal", sig.String())
 		return closeBroker(b, sigCh, logger)
 	}
-	sig := <-sigCh
-	logger.Info("shutting down", "signal", sig.String())
-	return closeBroker(b, sigCh, logger)
+	// Partitions a cluster hands this broker later are recovered later:
+	// their summary comes within a minute.
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			summary.summary(logger)
+		case sig := <-sigCh:
+			logger.Info("shutting down", "signal", sig.String())
+			return closeBroker(b, sigCh, logger)
+		}
+	}
 }
 
 // checkListen binds the Kafka listener's address for a moment, so that a

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -126,11 +127,21 @@ func (c *conn) read() {
 	}
 }
 
+// clientGone reports whether err means the client went away (reset,
+// closed mid-frame, or closed before its response was written): ordinary
+// for a client, not a warning.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // logReadErr logs why reading stopped, quietly for ordinary closes.
 func (c *conn) logReadErr(err error) {
 	switch {
 	case c.ctx.Err() != nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		c.log.Debug("wire: connection closed", "err", err)
+	case clientGone(err):
+		c.log.Debug("wire: client disconnected", "err", err)
 	case errors.Is(err, errFrameSize):
 		c.log.Warn("wire: closing connection: request frame refused", "err", err)
 	case errors.Is(err, errIdle):
@@ -230,7 +241,12 @@ func (c *conn) process() {
 			putPayload(req.payload)
 		}
 		if err != nil {
-			if c.ctx.Err() == nil {
+			switch {
+			case c.ctx.Err() != nil:
+			case clientGone(err):
+				c.log.Debug("wire: client disconnected before its response", "key", req.Key,
+					"correlation_id", req.CorrelationID, "err", err)
+			default:
 				c.log.Warn("wire: closing connection", "key", req.Key, "version", req.Version,
 					"correlation_id", req.CorrelationID, "err", err)
 			}

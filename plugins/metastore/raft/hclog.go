@@ -2,9 +2,12 @@ package raft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -40,6 +43,11 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 	default:
 		lvl = slog.LevelError
 	}
+	if lvl >= slog.LevelWarn && closedConn(args) {
+		// The transport's accept and read loops end with "use of closed
+		// network connection" on every clean shutdown: no news.
+		lvl = slog.LevelDebug
+	}
 	ctx := context.Background()
 	if !s.log.Enabled(ctx, lvl) {
 		return
@@ -49,4 +57,22 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 		attrs = append(attrs, fmt.Sprint(args[i]), args[i+1])
 	}
 	s.log.Log(ctx, lvl, "hashicorp/raft: "+msg, attrs...)
+}
+
+// closedConn reports whether one of a raft log line's values is a closed
+// network connection error.
+func closedConn(args []any) bool {
+	for i := 1; i < len(args); i += 2 {
+		switch v := args[i].(type) {
+		case error:
+			if errors.Is(v, net.ErrClosed) || strings.Contains(v.Error(), "use of closed network connection") {
+				return true
+			}
+		case string:
+			if strings.Contains(v, "use of closed network connection") {
+				return true
+			}
+		}
+	}
+	return false
 }

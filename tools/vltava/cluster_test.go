@@ -166,3 +166,29 @@ func TestPlural(t *testing.T) {
 		t.Error(plural(1, "controller"), plural(0, "controller"))
 	}
 }
+
+// TestDescribeRightAfterCreate: in a cluster, topic describe right after
+// topic create shows every partition's offsets, including those led by
+// brokers other than the one answering, and never "does not exist".
+func TestDescribeRightAfterCreate(t *testing.T) {
+	c := daemontest.StartCluster(t, daemontest.Build(t), 3)
+	boot := strings.Join(c.Addrs(), ",")
+	for i := range 3 {
+		name := "fresh" + strconv.Itoa(i)
+		cli(t, boot, "", "topic", "create", name, "-p", "6", "-r", "1")
+		// Ask a broker other than the first, which may have created it.
+		desc := cli(t, c.Addrs()[(i+1)%3], "", "topic", "describe", name)
+		rows := 0
+		for _, l := range lines(desc) {
+			if f := strings.Fields(l); len(f) == 6 && f[0] != "PARTITION" {
+				rows++
+				if f[4] != "0" || f[5] != "0" {
+					t.Errorf("%s: partition row %q, want offsets 0 0", name, l)
+				}
+			}
+		}
+		if rows != 6 {
+			t.Errorf("%s: %d partition rows, want 6:\n%s", name, rows, desc)
+		}
+	}
+}

@@ -57,11 +57,17 @@ func topicCreate(ctx context.Context, e *env, c *command, args []string) error {
 	})
 }
 
+// servedWait bounds how long a command waits for a topic it changed to
+// reach every broker before it says so and returns.
+const servedWait = 15 * time.Second
+
 // waitTopicServed waits until every broker's metadata shows the topic with
 // its partitions and a leader for each, and each leader answers ListOffsets
 // for it: what a command that follows (describe, produce) needs. It gives up
 // when ctx ends.
 func waitTopicServed(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string, partitions int) error {
+	ctx, cancel := context.WithTimeout(ctx, servedWait)
+	defer cancel()
 	var last error
 	for {
 		if last = topicServed(ctx, cl, adm, topic, partitions); last == nil {

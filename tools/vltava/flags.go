@@ -176,6 +176,10 @@ func (e *env) explain(err error) error {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kgo.ErrRecordTimeout) &&
 		!errors.Is(err, errNoBroker) {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" && op.Addr != nil {
+			return fmt.Errorf("could not reach broker %s: %w", op.Addr, err)
+		}
 		return err
 	}
 	e.reach.mu.Lock()

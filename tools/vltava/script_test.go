@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,12 +36,57 @@ func TestScripts(t *testing.T) {
 			}
 			p := daemontest.Start(tb, bin)
 			env.Setenv("BOOTSTRAP", p.Addr())
+			silent, err := startSilent()
+			if err != nil {
+				return err
+			}
+			env.Defer(silent.close)
+			env.Setenv("SILENT", silent.ln.Addr().String())
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"vltava": cmdVltava,
 		},
 	})
+}
+
+// silentBroker accepts connections and never answers: a broker that hangs.
+type silentBroker struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	done  chan struct{}
+}
+
+func startSilent() (*silentBroker, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &silentBroker{ln: ln, done: make(chan struct{})}
+	go func() { // stopped and waited for by close
+		defer close(s.done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+		}
+	}()
+	return s, nil
+}
+
+func (s *silentBroker) close() {
+	s.ln.Close()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
 }
 
 func cmdVltava(ts *testscript.TestScript, neg bool, args []string) {

@@ -342,26 +342,29 @@ func (cl *cluster) reportExit(ex nodeExit) {
 	fmt.Fprintf(cl.out, "%s %s; see %s. The others keep running; restart %d starts it again.\n", nd.name(), how, nd.log, nd.id)
 }
 
-// stopAll sends SIGTERM to every running node and waits; a node still up
-// after 30s is killed with its plugin processes.
+// stopAll stops the brokers, then the controller-only voters (so the
+// quorum outlives the brokers' controlled shutdown): SIGTERM, and SIGKILL
+// for one still up after 30s, with its plugin processes.
 func (cl *cluster) stopAll() {
-	for _, nd := range cl.nodes {
-		if nd.done != nil {
-			nd.stopping.Store(nd.cmd)
-			_ = nd.cmd.Process.Signal(syscall.SIGTERM)
+	for _, controllers := range []bool{false, true} {
+		var group []*clusterNode
+		for _, nd := range cl.nodes {
+			if nd.controller == controllers && nd.done != nil {
+				nd.stopping.Store(nd.cmd)
+				_ = nd.cmd.Process.Signal(syscall.SIGTERM)
+				group = append(group, nd)
+			}
 		}
-	}
-	deadline := time.After(30 * time.Second)
-	for _, nd := range cl.nodes {
-		if nd.done == nil {
-			continue
+		deadline := time.After(30 * time.Second)
+		for _, nd := range group {
+			select {
+			case <-nd.done:
+			case <-deadline:
+				fmt.Fprintf(cl.out, "%s did not stop within 30s of SIGTERM; killed (see %s)\n", nd.name(), nd.log)
+			}
+			_ = syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGKILL)
+			nd.done = nil
 		}
-		select {
-		case <-nd.done:
-		case <-deadline:
-		}
-		_ = syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGKILL)
-		nd.done = nil
 	}
 }
 

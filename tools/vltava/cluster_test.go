@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -70,7 +71,8 @@ func TestClusterUp(t *testing.T) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		done <- run(ctx, []string{"cluster", "up", "-n", "2", "--controllers", "1", "--vltavad", bin, "--dir", dir},
+		done <- run(ctx, []string{"cluster", "up", "-n", "2", "--controllers", "1", "--vltavad", bin, "--dir", dir,
+			"-c", "replica.lag.time.max.ms=2000", "-c", "broker.session.timeout.ms=6000"},
 			stdin, &out, io.Discard)
 	}()
 	t.Cleanup(func() {
@@ -93,11 +95,22 @@ func TestClusterUp(t *testing.T) {
 		t.Errorf("describe right after create:\n%s", desc)
 	}
 
-	// kill 2 from the terminal; the cluster stays up.
+	// kill 2 from the terminal; the cluster stays up, and topic list
+	// counts the partitions that lost a replica.
+	cli(t, boot, "", "topic", "create", "rep", "-p", "2", "-r", "2")
 	if _, err := io.WriteString(stdinW, "kill 2\n"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, &out, `killed broker 2 \(kill -9\)`, done)
+	b1 := strings.Split(boot, ",")[0]
+	underRe := regexp.MustCompile(`(?m)^rep +2 +2 +2 +`)
+	deadline := time.Now().Add(90 * time.Second)
+	for list := ""; !underRe.MatchString(list); list = cli(t, b1, "", "topic", "list") {
+		if time.Now().After(deadline) {
+			t.Fatalf("topic list does not show rep's 2 under-replicated partitions:\n%s", list)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	// broker 1 crashes (kill -9 from outside): reported, the others run.
 	pidText, err := os.ReadFile(filepath.Join(dir, "broker-1", ".lock"))
@@ -145,6 +158,13 @@ func TestClusterUp(t *testing.T) {
 		if err != nil {
 			t.Errorf("cluster up: %v", err)
 		}
+		if strings.Contains(out.String(), "did not stop") {
+			t.Errorf("a node needed SIGKILL:\n%s", out.String())
+			for _, l := range []string{"broker-1.log", "broker-2.log", "controller-3.log"} {
+				b, _ := os.ReadFile(filepath.Join(dir, l))
+				t.Logf("%s:\n%s", l, b)
+			}
+		}
 	case <-time.After(time.Minute):
 		t.Fatal("cluster up still running after stop")
 	}
@@ -190,5 +210,60 @@ func TestDescribeRightAfterCreate(t *testing.T) {
 		if rows != 6 {
 			t.Errorf("%s: %d partition rows, want 6:\n%s", name, rows, desc)
 		}
+	}
+
+	// partition reassign moves a replica; describe shows it once done.
+	cli(t, boot, "", "topic", "create", "moving", "-p", "1", "-r", "1")
+	var from int
+	for _, l := range lines(cli(t, boot, "", "topic", "describe", "moving")) {
+		if f := strings.Fields(l); len(f) == 6 && f[0] == "0" {
+			from, _ = strconv.Atoi(f[2])
+		}
+	}
+	to := from%3 + 1
+	if got := cli(t, boot, "", "partition", "reassign", "moving", "0", "--replicas", strconv.Itoa(to)); !strings.Contains(got, "reassigning moving/0 to replicas "+strconv.Itoa(to)) {
+		t.Errorf("reassign printed %q", got)
+	}
+	want := regexp.MustCompile(`(?m)^0 +` + strconv.Itoa(to) + ` +` + strconv.Itoa(to) + ` +` + strconv.Itoa(to) + ` `)
+	deadline := time.Now().Add(60 * time.Second)
+	for desc := ""; !want.MatchString(desc); desc = cli(t, boot, "", "topic", "describe", "moving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("partition 0 not moved from broker %d to %d within 60s:\n%s", from, to, desc)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestLocateVltavadBuildsOnce: inside the repository, cluster up builds
+// vltavad into one file of the user cache dir, the same every run, not a
+// copy per run.
+func TestLocateVltavadBuildsOnce(t *testing.T) {
+	// Keep go's own caches where they are: only the user cache dir moves.
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", k).Output()
+		if err != nil {
+			t.Skipf("go env %s: %v", k, err)
+		}
+		t.Setenv(k, strings.TrimSpace(string(out)))
+	}
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("HOME", cache)
+	first, err := locateVltavad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := exec.LookPath("vltavad"); p == first {
+		t.Skip("vltavad is on PATH; nothing is built")
+	}
+	if !strings.HasPrefix(first, cache) {
+		t.Errorf("vltavad built at %s, want it in the user cache dir %s", first, cache)
+	}
+	second, err := locateVltavad()
+	if err != nil || second != first {
+		t.Errorf("second run: %s, %v; want the same %s", second, err, first)
+	}
+	if out, err := exec.Command(first, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "vltavad ") {
+		t.Errorf("%s --version: %q, %v", first, out, err)
 	}
 }

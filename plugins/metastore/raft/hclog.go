@@ -2,11 +2,9 @@ package raft
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -43,10 +41,15 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 	default:
 		lvl = slog.LevelError
 	}
-	if lvl >= slog.LevelWarn && closedConn(args) {
+	switch {
+	case lvl >= slog.LevelWarn && argContains(args, "use of closed network connection"):
 		// The transport's accept and read loops end with "use of closed
 		// network connection" on every clean shutdown: no news.
 		lvl = slog.LevelDebug
+	case lvl == slog.LevelError && argContains(args, "connection refused"):
+		// A peer that is down (stopped, restarting, killed): worth a
+		// warning, and hashicorp/raft repeats it with a backoff.
+		lvl = slog.LevelWarn
 	}
 	ctx := context.Background()
 	if !s.log.Enabled(ctx, lvl) {
@@ -59,17 +62,17 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 	s.log.Log(ctx, lvl, "hashicorp/raft: "+msg, attrs...)
 }
 
-// closedConn reports whether one of a raft log line's values is a closed
-// network connection error.
-func closedConn(args []any) bool {
+// argContains reports whether one of a raft log line's values (an error
+// or a string) contains text.
+func argContains(args []any, text string) bool {
 	for i := 1; i < len(args); i += 2 {
 		switch v := args[i].(type) {
 		case error:
-			if errors.Is(v, net.ErrClosed) || strings.Contains(v.Error(), "use of closed network connection") {
+			if strings.Contains(v.Error(), text) {
 				return true
 			}
 		case string:
-			if strings.Contains(v, "use of closed network connection") {
+			if strings.Contains(v, text) {
 				return true
 			}
 		}

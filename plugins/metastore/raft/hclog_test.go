@@ -23,6 +23,11 @@ func TestClosedConnectionIsNoError(t *testing.T) {
 	if buf.Len() != 0 {
 		t.Errorf("closed-connection errors logged at info or above:\n%s", buf.String())
 	}
+	sink.Accept("raft", hclog.Error, "failed to heartbeat to", "error", "dial tcp 127.0.0.1:1: connect: connection refused")
+	if got := buf.String(); !strings.Contains(got, "level=WARN") || strings.Contains(got, "level=ERROR") {
+		t.Errorf("an unreachable peer: %q, want a warning", got)
+	}
+	buf.Reset()
 	sink.Accept("raft", hclog.Error, "failed to appendEntries", "error", "disk full")
 	if !strings.Contains(buf.String(), "level=ERROR") {
 		t.Errorf("a real error was not logged as one: %q", buf.String())

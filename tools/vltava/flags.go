@@ -133,6 +133,9 @@ func (r *reachability) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration,
 		r.reached = true
 		return
 	}
+	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return // the command gave up: not the broker's doing
+	}
 	r.addr = net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
 	r.err = err
 }
@@ -188,7 +191,7 @@ func (e *env) explain(err error) error {
 		return fmt.Errorf("could not reach broker %s within %s (--timeout): %v", e.reach.addr, e.timeout, e.reach.err)
 	}
 	if !e.reach.reached {
-		return fmt.Errorf("could not reach broker %s within %s (--timeout): %w", e.bootstrap, e.timeout, err)
+		return fmt.Errorf("no answer from broker %s within %s (--timeout)", e.bootstrap, e.timeout)
 	}
 	return fmt.Errorf("no answer from the brokers (%s) within %s (--timeout): %w", e.bootstrap, e.timeout, err)
 }

@@ -1,8 +1,15 @@
 // Command vltavad runs a Vltava broker.
 //
-//	vltavad [--config FILE] [--listen HOST:PORT] [--advertised HOST:PORT]
-//	        [--data-dir DIR] [--node-id N] [--log-level LEVEL]
+//	vltavad [--config FILE] [--override KEY=VALUE ...] [--listen HOST:PORT]
+//	        [--advertised HOST:PORT] [--data-dir DIR] [--node-id N] [--log-level LEVEL]
+//	vltavad --version
 //	vltavad SUBCOMMAND [args]
+//
+// The config file may be a stock Kafka server.properties: Kafka's keys
+// with a meaning here are translated (kafkakeys.go), the others are
+// ignored with one warning. The data directory is locked (lock.go) before
+// anything is written to it, and the Kafka port is checked first, so a
+// broker that cannot start leaves a new directory as it found it.
 //
 // With no subcommand it serves until SIGINT or SIGTERM, then shuts down
 // cleanly; a second signal exits at once. A first argument that does not

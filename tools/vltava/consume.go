@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -306,8 +307,14 @@ var topicCheckEvery = time.Second
 
 func (c *consumer) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // stopped by the cancel below, and waited for
+		defer wg.Done()
+		c.watchTopic(ctx, cancel)
+	}()
+	defer wg.Wait()
 	defer cancel(nil)
-	go c.watchTopic(ctx, cancel)
 	for !c.done() {
 		fetches := c.cl.PollFetches(ctx)
 		if ctx.Err() != nil {

@@ -342,30 +342,49 @@ func (cl *cluster) reportExit(ex nodeExit) {
 	fmt.Fprintf(cl.out, "%s %s; see %s. The others keep running; restart %d starts it again.\n", nd.name(), how, nd.log, nd.id)
 }
 
-// stopAll stops the brokers, then the controller-only voters (so the
-// quorum outlives the brokers' controlled shutdown): SIGTERM, and SIGKILL
-// for one still up after 30s, with its plugin processes.
+// stopAll stops the brokers one at a time, then the controller-only
+// voters: SIGTERM, and SIGKILL for one still up after 30s, with its plugin
+// processes. One at a time, each broker's controlled shutdown finds the
+// others (and the quorum) up to take its leaderships, as Kafka's rolling
+// stop does; brokers stopping together wait on each other.
 func (cl *cluster) stopAll() {
-	for _, controllers := range []bool{false, true} {
-		var group []*clusterNode
-		for _, nd := range cl.nodes {
-			if nd.controller == controllers && nd.done != nil {
-				nd.stopping.Store(nd.cmd)
-				_ = nd.cmd.Process.Signal(syscall.SIGTERM)
-				group = append(group, nd)
-			}
+	var controllers []*clusterNode
+	for _, nd := range cl.nodes {
+		if nd.done == nil {
+			continue
 		}
-		deadline := time.After(30 * time.Second)
-		for _, nd := range group {
-			select {
-			case <-nd.done:
-			case <-deadline:
-				fmt.Fprintf(cl.out, "%s did not stop within 30s of SIGTERM; killed (see %s)\n", nd.name(), nd.log)
-			}
-			_ = syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGKILL)
-			nd.done = nil
+		if nd.controller {
+			controllers = append(controllers, nd)
+			continue
 		}
+		cl.stop(nd)
 	}
+	for _, nd := range controllers {
+		nd.stopping.Store(nd.cmd)
+		_ = nd.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, nd := range controllers {
+		cl.waitStopped(nd)
+	}
+}
+
+// stop sends nd SIGTERM and waits for it (see waitStopped).
+func (cl *cluster) stop(nd *clusterNode) {
+	nd.stopping.Store(nd.cmd)
+	_ = nd.cmd.Process.Signal(syscall.SIGTERM)
+	cl.waitStopped(nd)
+}
+
+// waitStopped waits up to 30s for nd to exit after SIGTERM, then kills
+// its process group.
+func (cl *cluster) waitStopped(nd *clusterNode) {
+	select {
+	case <-nd.done:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintf(cl.out, "%s did not stop within 30s of SIGTERM; killed (see %s)\n", nd.name(), nd.log)
+	}
+	_ = syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGKILL)
+	nd.done = nil
 }
 
 // planCluster picks addresses and directories for n brokers (node IDs

@@ -53,7 +53,8 @@ func unspecified(host string) bool {
 }
 
 // advertise returns the effective advertised.listeners. When it is unset,
-// it is the first listener; a listener bound to every interface (0.0.0.0,
+// it is the first listener (left unset for port 0, which only binding
+// settles); a listener bound to every interface (0.0.0.0,
 // ::, or no host) is advertised as this machine's first non-loopback
 // address, and the note says so. An explicit advertised listener that is
 // not routable is an error, as in Kafka.
@@ -75,6 +76,11 @@ func advertise(cfg config.Broker) (adv, note string, err error) {
 	prefix, host, port, err := listenerParts(first)
 	if err != nil {
 		return "", "", fmt.Errorf("listeners %q: %w", cfg.Listeners, err)
+	}
+	if port == "0" {
+		// The port is known once bound: the broker advertises what it
+		// bound (core/broker, advertised).
+		return "", "", nil
 	}
 	if !unspecified(host) {
 		return first, "", nil

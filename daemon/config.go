@@ -37,6 +37,7 @@ type serveFlags struct {
 	quorumVoters string
 	processRoles string
 	cpuProfile   string
+	metrics      string
 	// inProcessPlugins runs the built-ins inside the broker process
 	// (measurement only: compare with the default out-of-process setup).
 	inProcessPlugins bool
@@ -70,6 +71,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.quorumVoters, "quorum-voters", "", "metadata quorum `VOTERS` as 1@host:port,2@host:port,... (controller.quorum.voters); selects metadata.store raft")
 	fs.StringVar(&f.processRoles, "process-roles", "", "`ROLES` of this process (process.roles): broker,controller (default), broker (a non-voter of the quorum; needs --quorum-listen) or controller (only the raft metadata voter: no Kafka listener, no logs)")
 	fs.BoolVar(&f.inProcessPlugins, "in-process-plugins", false, "run the built-in local store and assignors inside the broker process, not as plugin processes (for benchmarks; path plugins are refused)")
+	fs.StringVar(&f.metrics, "metrics-listen", "", "serve /metrics, /healthz and /readyz on `HOST:PORT` (metrics.listen; default "+config.DefaultMetricsListen+"; empty turns it off)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile from start to shutdown to `FILE` (for benchmarks)")
 	fs.Var(&f.overrides, "override", "set config `key=value` over the config file, as kafka-server-start's --override (repeatable)")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
@@ -137,6 +139,8 @@ func (f *serveFlags) load() (config.Broker, error) {
 			cfg.ControllerQuorumVoters = f.quorumVoters
 		case "process-roles":
 			cfg.ProcessRoles = f.processRoles
+		case "metrics-listen":
+			cfg.MetricsListen = f.metrics
 		}
 	})
 	if f.nodeID < 0 || int64(f.nodeID) > 1<<31-1 {

@@ -25,8 +25,8 @@ func loadArgs(t *testing.T, args ...string) (config.Broker, error) {
 // effective is want with advertised.listeners filled in from listeners as
 // load does when it is unset.
 func effective(want config.Broker) config.Broker {
-	if want.AdvertisedListeners == "" {
-		want.AdvertisedListeners = strings.TrimSpace(strings.Split(want.Listeners, ",")[0])
+	if first := strings.TrimSpace(strings.Split(want.Listeners, ",")[0]); want.AdvertisedListeners == "" && !strings.HasSuffix(first, ":0") {
+		want.AdvertisedListeners = first
 	}
 	return want
 }

@@ -120,6 +120,10 @@ func TestAdvertisedListeners(t *testing.T) {
 	if !strings.Contains("\n"+out.String(), "\nadvertised.listeners=127.0.0.1:7777\n") {
 		t.Errorf("config printed no effective advertised.listeners:\n%s", out.String())
 	}
+	// Port 0 is settled by binding: the broker advertises what it bound.
+	if cfg, err := loadArgs(t, "--listen", "127.0.0.1:0"); err != nil || cfg.AdvertisedListeners != "" {
+		t.Errorf("--listen 127.0.0.1:0 advertises %q (%v), want it left to the broker", cfg.AdvertisedListeners, err)
+	}
 	// A file whose advertised listener has a port of its own keeps it.
 	p := writeFile(t, "nat.yaml", "listeners: 127.0.0.1:9092\nadvertised.listeners: proxy.test:19092\n")
 	cfg, err := loadArgs(t, "--config", p, "--listen", "127.0.0.1:8000")

@@ -16,6 +16,10 @@ import (
 
 	"github.com/vltava/vltava/core/broker"
 	"github.com/vltava/vltava/core/config"
+	vlog "github.com/vltava/vltava/core/log"
+	"github.com/vltava/vltava/daemon/fdlimit"
+	"github.com/vltava/vltava/daemon/inspect"
+	"github.com/vltava/vltava/daemon/metrics"
 	"github.com/vltava/vltava/plugins/host"
 )
 
@@ -82,6 +86,22 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
+	limit, err := fdlimit.Check(cfg)
+	if err != nil {
+		logger.Error("vltavad cannot start", "err", err)
+		return 1
+	}
+	if limit > 0 {
+		// Half the descriptors for segment files (fdlimit's plan).
+		vlog.SetMaxOpenFiles(int(min(limit/2, 1<<30)))
+	}
+	m, err := startMetrics(cfg, logger)
+	if err != nil {
+		logger.Error("metrics listener failed", "err", err)
+		return 1
+	}
+	defer m.Close()
+
 	if !roles.Broker {
 		started = true
 		return serveController(cfg, sigCh, stdout, logger)
@@ -90,8 +110,9 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	// Plugins first: the broker needs the metadata store to start. The
 	// host stops every plugin process when serveMain returns, however it
 	// returns.
-	plugins := host.New(host.Options{Logger: logger})
+	plugins := host.New(host.Options{Logger: logger, ObserveCall: m.ObservePluginCall})
 	defer plugins.Close()
+	m.SetPlugins(plugins)
 	var loaded loadedPlugins
 	if f.inProcessPlugins {
 		if err := checkInProcess(cfg); err != nil {
@@ -104,8 +125,10 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	bc := metrics.NewBrokerCollector(nil)
 	b, err := broker.New(cfg, broker.Options{
 		Logger:         logger,
+		ObserveRequest: bc.ObserveRequest,
 		Store:          loaded.store,
 		Assignors:      loaded.assignors,
 		Authenticators: loaded.authenticators,
@@ -113,6 +136,22 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		logger.Error("invalid configuration", "err", err)
 		return 1
+	}
+	in := inspect.New(b.Addr, cfg.NodeID)
+	defer in.Close()
+	bc.SetBroker(b, in)
+	if err := m.Register(bc); err != nil {
+		logger.Error("metrics", "err", err)
+		return 1
+	}
+	m.SetReady(func() bool { return isClosed(b.Ready()) })
+	con, err := startConsole(cfg, m, b, in, plugins, logger)
+	if err != nil {
+		logger.Error("console", "err", err)
+		return 1
+	}
+	if con != nil {
+		defer con.Close()
 	}
 	started = true // from here on the data directory holds the broker's files
 	if err := b.Start(); err != nil {
@@ -122,8 +161,12 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	select {
 	case <-b.Ready():
 		summary.summary(logger)
+		adv := cfg.AdvertisedListeners
+		if adv == "" {
+			adv = b.Addr() // port 0: what was bound
+		}
 		fmt.Fprintf(stdout, "vltavad ready: listening on %s, advertised as %s, data in %s, node %d\n",
-			b.Addr(), cfg.AdvertisedListeners, cfg.LogDirs, cfg.NodeID)
+			b.Addr(), adv, cfg.LogDirs, cfg.NodeID)
 	case sig := <-sigCh:
 		logger.Info("signal during startup, shutting down", "signal", sig.String())
 		return closeBroker(b, sigCh, logger)
@@ -139,6 +182,13 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		case sig := <-sigCh:
 			logger.Info("shutting down", "signal", sig.String())
 			return closeBroker(b, sigCh, logger)
+		case <-b.Failed():
+			// As Kafka halts a broker whose log directories are all offline:
+			// closing ends the cluster session, so leadership moves at once.
+			logger.Error("log directory offline, stopping the broker; repair or replace the disk, then restart", "err", b.Err())
+			closeBroker(b, sigCh, logger)
+			fmt.Fprintln(stderr, "vltavad: stopped:", b.Err())
+			return 1
 		}
 	}
 }

@@ -147,6 +147,9 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	if err != nil {
 		return ackWait{}, err
 	}
+	if !res.Duplicate {
+		p.traffic.in(len(records), h.NumRecords)
+	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogStartOffset = res.LogStartOffset
 	if cfg.LogAppendTime && !res.Duplicate {

@@ -82,7 +82,8 @@ type fetchRead struct {
 	ranges []wire.FileRange
 	slices []*log.Slice
 	bytes  int64
-	final  bool // an error was found: answer now, do not wait
+	final  bool          // an error was found: answer now, do not wait
+	parked time.Duration // time spent waiting for data (long poll)
 }
 
 func (fr *fetchRead) release() {
@@ -107,13 +108,21 @@ func handleFetch(b *Broker, ctx context.Context, req *wire.Request) (*wire.Respo
 		fr.release()
 		return nil, err
 	}
+	req.Parked += fr.parked
+	for i := range parts {
+		if n := fr.ranges[i].Len; n > 0 && parts[i].p != nil {
+			parts[i].p.traffic.out(n, parts[i].replica)
+		}
+	}
+	throttle := b.fetchThrottle(req, r, fr.ranges)
+	resp.ThrottleMillis = millis(throttle)
 	frame, err := wire.FetchFrame(resp, fr.ranges)
 	if err != nil {
 		fr.release()
 		return nil, err
 	}
 	slices := fr.slices
-	return &wire.Response{Frame: frame, Done: func() {
+	return &wire.Response{Frame: frame, Throttle: throttle, Done: func() {
 		for _, s := range slices {
 			s.Close()
 		}
@@ -252,7 +261,10 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		}
-		switch waitAny(ctx, b.stopCh, timer.C, chs) {
+		parkedAt := time.Now()
+		woke := waitAny(ctx, b.stopCh, timer.C, chs)
+		fr.parked += time.Since(parkedAt)
+		switch woke {
 		case waitCanceled:
 			return ctx.Err()
 		case waitStopped:
@@ -262,6 +274,10 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 	}
 	return nil
 }
+
+// pinMinBytes is the smallest read a fetch response sends from the file
+// (sendfile, the file pinned until written); smaller ones are copied.
+const pinMinBytes = 16 << 10
 
 // fetchRound makes one pass over the partitions, filling the response
 // fields and fr. It applies the size limits described in the file
@@ -284,9 +300,23 @@ func (b *Broker) fetchRound(r *kmsg.FetchRequest, parts []fetchPart, fr *fetchRe
 		if s == nil {
 			continue
 		}
-		fr.ranges[i] = wire.FileRange{File: s.File(), Pos: s.Pos(), Len: s.Len()}
-		fr.slices = append(fr.slices, s)
 		fr.bytes += s.Len()
+		if s.Len() < pinMinBytes || log.FilesUnderPressure() {
+			// A small read costs less copied than sent with its own
+			// sendfile, and while descriptors are scarce a response must
+			// not hold a file per partition until it is written.
+			buf, err := s.Bytes(make([]byte, 0, s.Len()))
+			s.Close()
+			if err != nil {
+				setFetchError(fp.sp, kerr.KafkaStorageError.Code)
+				fr.final = true
+				continue
+			}
+			fr.ranges[i] = wire.FileRange{Data: buf, Len: int64(len(buf))}
+		} else {
+			fr.ranges[i] = wire.FileRange{File: s.File(), Pos: s.Pos(), Len: s.Len()}
+			fr.slices = append(fr.slices, s)
+		}
 		remaining -= s.Len()
 	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -378,8 +379,11 @@ func TestFetchZeroCopy(t *testing.T) {
 		cl := testClient(t, b)
 		createTopic(t, cl, "zc", 1, nil)
 		prod := testClient(t, b, kgo.ProducerBatchCompression(kgo.NoCompression()))
+		// 4 KiB values: reads below pinMinBytes are copied, not sent from
+		// the file, so the fetch must be larger than that.
+		pad := strings.Repeat("z", 4<<10)
 		for j := range 20 {
-			prod.Produce(testCtx(t), &kgo.Record{Topic: "zc", Value: fmt.Appendf(nil, "record %d", j)}, nil)
+			prod.Produce(testCtx(t), &kgo.Record{Topic: "zc", Value: fmt.Appendf(nil, "record %d %s", j, pad)}, nil)
 		}
 		if err := prod.Flush(testCtx(t)); err != nil {
 			t.Fatal(err)

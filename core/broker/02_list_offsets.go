@@ -119,11 +119,18 @@ func listTimestampServed(ts int64, version int16) bool {
 // listOffset answers one partition. Offsets at or past the high watermark
 // are not visible and are answered as "none" (-1, -1).
 func (b *Broker) listOffset(p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	if p.log.Err() != nil { // its log directory is offline (logdir.go)
+		sp.ErrorCode = kerr.KafkaStorageError.Code
+		return
+	}
 	hw := p.highWatermark()
 	sp.LeaderEpoch = p.leaderEpoch.Load()
 	switch ts {
 	case listEarliest, listEarliestLocal:
-		sp.Offset = min(p.log.StartOffset(), hw)
+		// The log start offset, as in Kafka: a replica resolving an
+		// out-of-range fetch resumes there, and retention never moves it
+		// past the high watermark.
+		sp.Offset = p.log.StartOffset()
 		return
 	case listLatest:
 		sp.Offset = hw

@@ -37,6 +37,8 @@ type ackWait struct {
 // request's timeout, and sets errors on those that fail. It returns an
 // error only when the connection closes meanwhile.
 func (b *Broker) awaitAcks(ctx context.Context, req *wire.Request, r *kmsg.ProduceRequest, pending []ackWait) error {
+	start := time.Now()
+	defer func() { req.Parked += time.Since(start) }()
 	timeout := time.Duration(max(r.TimeoutMillis, 0)) * time.Millisecond
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

@@ -13,7 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vltava/vltava/core/clients"
 	"github.com/vltava/vltava/core/config"
+	"github.com/vltava/vltava/core/quota"
 	"github.com/vltava/vltava/core/wire"
 	"github.com/vltava/vltava/plugins/metastore/local"
 	"github.com/vltava/vltava/plugins/sdk"
@@ -37,6 +39,10 @@ type Options struct {
 	// controller.quorum.voters (tests run several brokers over one shared
 	// store this way).
 	Cluster bool
+	// ObserveRequest, when set, is told of every request the handler table
+	// served: its API key and how long the handler took (a long poll's wait
+	// included). It runs on the connection's goroutine and must not block.
+	ObserveRequest func(key int16, took time.Duration)
 }
 
 // Broker is one Kafka-protocol broker. Create it with New, then Start it;
@@ -68,6 +74,12 @@ type Broker struct {
 
 	assignors []sdk.Assignor
 	groups    *groupHost // the group coordinator; set in start
+	quotas    *quota.Manager
+
+	clients     *clients.Registry
+	clientConns sync.Map // connection ID → *clients.Conn
+
+	dirs logDirState // the log directory's I/O failure (logdir.go)
 
 	ready   chan struct{}
 	stopCh  chan struct{}
@@ -95,6 +107,8 @@ func New(cfg config.Broker, opts Options) (*Broker, error) {
 
 		authenticators: opts.Authenticators,
 		assignors:      opts.Assignors,
+		quotas:         newQuotas(cfg.QuotaWindowNum, cfg.QuotaWindowSizeSeconds),
+		clients:        clients.New(),
 	}
 	b.meta.Store(emptySnapshot())
 	return b, nil
@@ -155,12 +169,21 @@ func (b *Broker) start() error {
 		return fmt.Errorf("broker: listen: %w", err)
 	}
 	b.ln = ln
+	overrides, _ := b.cfg.ConnectionOverrides() // validated in New
+	queued := b.cfg.QueuedMaxRequestBytes
+	if queued <= 0 {
+		queued = -1 // Kafka's "unlimited"; zero means the default to wire
+	}
 	b.server = wire.NewServer(wire.Config{
-		MaxRequestBytes: b.cfg.SocketRequestMaxBytes,
-		ZeroCopy:        b.cfg.ZeroCopy,
-		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		Listener:        protocol,
-		Logger:          b.logger,
+		MaxRequestBytes:              b.cfg.SocketRequestMaxBytes,
+		QueuedMaxRequestBytes:        queued,
+		MaxConnections:               int(b.cfg.MaxConnections), // 0: from the descriptor limit
+		MaxConnectionsPerIP:          int(b.cfg.MaxConnectionsPerIP),
+		MaxConnectionsPerIPOverrides: overrides,
+		ZeroCopy:                     b.cfg.ZeroCopy,
+		IdleTimeout:                  time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		Listener:                     protocol,
+		Logger:                       b.logger,
 	}, b)
 	b.wg.Add(2)
 	go func() {
@@ -174,6 +197,7 @@ func (b *Broker) start() error {
 		b.maintain()
 	}()
 	b.startCleaner()
+	b.startQuotas()
 	if b.clustered() {
 		if err := b.startCluster(); err != nil {
 			return err
@@ -257,7 +281,9 @@ func (b *Broker) maintain() {
 			return
 		case now := <-t.C:
 			for _, p := range b.meta.Load().allPartitions() {
-				if err := p.log.Maintain(now); err != nil {
+				// Retention stays below the high watermark: followers may
+				// still need what is above it, whatever its timestamps.
+				if err := p.log.Maintain(now, p.highWatermark()); err != nil {
 					b.logger.Warn("broker: log maintenance", "partition", p.String(), "err", err)
 				}
 			}

@@ -30,6 +30,13 @@
 //	  meta/local.db            the embedded metadata store (plugins/metastore/local)
 //	  <topic>-<partition>/     one partition's log (see core/log)
 //
+// An I/O error in any partition log takes the directory offline
+// (logdir.go): every partition of it answers KAFKA_STORAGE_ERROR, Failed is
+// closed, and the owner closes the broker (the daemon then exits 1), as
+// Kafka halts a broker with no online log directory. Retention runs in
+// the broker's maintenance loop every second, bounded by each partition's
+// high watermark.
+//
 // # Metadata keys
 //
 // Topics are kept in the metadata store under /topics/<name> as JSON:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vltava/vltava/core/wire"
@@ -58,6 +59,8 @@ func init() {
 		{45, "AlterPartitionReassignments", 0, 0, handleAlterPartitionReassignments},
 		{46, "ListPartitionReassignments", 0, 0, handleListPartitionReassignments},
 		{47, "OffsetDelete", 0, 0, handleOffsetDelete},
+		{48, "DescribeClientQuotas", 0, 1, handleDescribeClientQuotas},
+		{49, "AlterClientQuotas", 0, 1, handleAlterClientQuotas},
 		{60, "DescribeCluster", 0, 1, handleDescribeCluster},
 		{68, "ConsumerGroupHeartbeat", 0, 1, coordinated(handleConsumerGroupHeartbeat)},
 		{69, "ConsumerGroupDescribe", 0, 1, handleConsumerGroupDescribe},
@@ -78,6 +81,7 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response,
 	if err := b.checkAuthenticated(req); err != nil {
 		return nil, err
 	}
+	b.recordUsage(req)
 	a := apiByKey[req.Key]
 	if a == nil {
 		return nil, fmt.Errorf("broker: api key %d is not served", req.Key)
@@ -88,7 +92,34 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response,
 		}
 		return nil, fmt.Errorf("broker: %s v%d is not served (v%d-v%d are)", a.name, req.Version, a.min, a.max)
 	}
-	return a.handle(b, ctx, req)
+	start := time.Now()
+	resp, err := a.handle(b, ctx, req)
+	took := time.Since(start)
+	if obs := b.opts.ObserveRequest; obs != nil {
+		obs(req.Key, took)
+	}
+	if err == nil && resp != nil {
+		b.throttleAfter(req, resp, took)
+	}
+	return resp, err
+}
+
+// APIName names an API key as the handler table does ("Produce"), or
+// "ApiKey<n>" for a key it does not serve.
+func APIName(key int16) string {
+	if a := apiByKey[key]; a != nil {
+		return a.name
+	}
+	return fmt.Sprintf("ApiKey%d", key)
+}
+
+// APIKeys lists the served API keys in ascending order.
+func APIKeys() []int16 {
+	keys := make([]int16, len(apis))
+	for i, a := range apis {
+		keys[i] = a.key
+	}
+	return keys
 }
 
 // reply wraps a kmsg response for the wire.

@@ -38,6 +38,8 @@ type partition struct {
 	// cluster mode; guarded by repl.roleMu for writes, read through
 	// leaderState.
 	leader atomic.Pointer[leaderTracker]
+
+	traffic traffic // bytes and records in and out, for monitoring (stats.go)
 }
 
 func newPartition(topic string, index int32, l *log.Log, cfg config.Topic) *partition {

@@ -83,6 +83,7 @@ func (b *Broker) checkAuthenticated(req *wire.Request) error {
 // ConnClosed drops the connection's SASL state and ends a conversation the
 // authenticator still holds. It implements wire.ConnCloser.
 func (b *Broker) ConnClosed(conn *wire.ConnInfo) {
+	b.clientClosed(conn)
 	v, ok := b.sasl.LoadAndDelete(conn.ID)
 	if !ok {
 		return

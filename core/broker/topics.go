@@ -178,6 +178,7 @@ func prevPartitions(t *topic) []*partition {
 func (b *Broker) logConfigFor(t config.Topic) log.Config {
 	c := logConfig(t)
 	c.Logger = b.logger
+	c.OnStorageError = b.logDirFailed
 	return c
 }
 

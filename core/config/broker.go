@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -29,9 +30,39 @@ type Broker struct {
 	MessageMaxBytes       int32 `mapstructure:"message.max.bytes"`
 	SocketRequestMaxBytes int32 `mapstructure:"socket.request.max.bytes"`
 	ConnectionsMaxIdleMs  int64 `mapstructure:"connections.max.idle.ms"`
+	// QueuedMaxRequestBytes bounds the memory of request frames read and
+	// not yet handled, broker-wide (core/wire's request pool). Kafka's
+	// default is -1 (unlimited); Vltava's is 256 MiB. -1 (any value <= 0)
+	// turns the bound off; otherwise it must be at least
+	// socket.request.max.bytes.
+	QueuedMaxRequestBytes int64 `mapstructure:"queued.max.request.bytes"`
+	// MaxConnections bounds the connections open at once; more are closed
+	// as soon as they are accepted. 0 (Vltava's default; Kafka's is
+	// unlimited) derives it from the open-file limit: half of it, at most
+	// 65536 (wire.DefaultMaxConnections).
+	MaxConnections int32 `mapstructure:"max.connections"`
+	// MaxConnectionsPerIP bounds them per client IP address (Kafka's
+	// default, unlimited: 2147483647); MaxConnectionsPerIPOverrides sets
+	// other limits for some addresses: "127.0.0.1:200,10.0.0.7:0". IP
+	// addresses only, no host names.
+	MaxConnectionsPerIP          int32  `mapstructure:"max.connections.per.ip"`
+	MaxConnectionsPerIPOverrides string `mapstructure:"max.connections.per.ip.overrides"`
 	// ZeroCopy sends fetched records with sendfile on plaintext listeners.
 	// It has no Kafka counterpart; turning it off exists for measurement.
 	ZeroCopy bool `mapstructure:"zero.copy.enable"`
+	// MetricsListen is the host:port of the HTTP listener serving
+	// /metrics, /healthz and /readyz (daemon/metrics); empty turns it off.
+	// Vltava's own key (Kafka exports through JMX).
+	MetricsListen string `mapstructure:"metrics.listen"`
+	// ConsoleEnable serves the web console under /ui/ on the metrics
+	// listener: on a loopback address always, elsewhere only once SASL
+	// authentication is configured (daemon/console).
+	ConsoleEnable bool `mapstructure:"console.enable"`
+
+	// Client quotas (core/quota): the rate of each quota entity is measured
+	// over QuotaWindowNum windows of QuotaWindowSizeSeconds.
+	QuotaWindowNum         int32 `mapstructure:"quota.window.num"`
+	QuotaWindowSizeSeconds int32 `mapstructure:"quota.window.size.seconds"`
 
 	LogSegmentBytes             int64  `mapstructure:"log.segment.bytes"`
 	LogRollMs                   int64  `mapstructure:"log.roll.ms"`
@@ -181,6 +212,11 @@ func (b Broker) SASLMechanisms() []string {
 	return out
 }
 
+// DefaultMetricsListen is metrics.listen's default. When it is taken (a
+// second broker on the same host) the daemon runs without metrics and
+// says so, rather than refusing to start; any other address must bind.
+const DefaultMetricsListen = "127.0.0.1:9644"
+
 // DefaultBroker returns Kafka's defaults, with Vltava's single-node
 // choices: listen on 127.0.0.1:9092, data in ./data, topics auto-created.
 func DefaultBroker() Broker {
@@ -195,7 +231,13 @@ func DefaultBroker() Broker {
 		MessageMaxBytes:             1048588,
 		SocketRequestMaxBytes:       100 * 1024 * 1024,
 		ConnectionsMaxIdleMs:        600000,
+		QueuedMaxRequestBytes:       256 << 20,
+		MaxConnectionsPerIP:         math.MaxInt32,
 		ZeroCopy:                    true,
+		MetricsListen:               DefaultMetricsListen,
+		ConsoleEnable:               true,
+		QuotaWindowNum:              11,
+		QuotaWindowSizeSeconds:      1,
 		LogSegmentBytes:             1 << 30,
 		LogRollMs:                   7 * 24 * 3600 * 1000,
 		LogRetentionMs:              7 * 24 * 3600 * 1000,
@@ -298,6 +340,9 @@ func (b Broker) Validate() error {
 		{"default.replication.factor", b.DefaultReplicationFactor >= 1},
 		{"message.max.bytes", b.MessageMaxBytes > 0},
 		{"socket.request.max.bytes", b.SocketRequestMaxBytes > 0},
+		{"queued.max.request.bytes", b.QueuedMaxRequestBytes <= 0 || b.QueuedMaxRequestBytes >= int64(b.SocketRequestMaxBytes)},
+		{"max.connections", b.MaxConnections >= 0},
+		{"max.connections.per.ip", b.MaxConnectionsPerIP >= 1},
 		{"log.segment.bytes", b.LogSegmentBytes >= 14},
 		{"log.roll.ms", b.LogRollMs >= 1},
 		{"log.index.interval.bytes", b.LogIndexIntervalBytes >= 0},
@@ -330,6 +375,9 @@ func (b Broker) Validate() error {
 		}
 	}
 	if _, err := b.Roles(); err != nil {
+		return err
+	}
+	if _, err := b.ConnectionOverrides(); err != nil {
 		return err
 	}
 	for key, v := range map[string]string{
@@ -370,4 +418,29 @@ func (b Broker) Roles() (Roles, error) {
 		}
 	}
 	return r, nil
+}
+
+// ConnectionOverrides parses max.connections.per.ip.overrides:
+// comma-separated "IP:count" entries ("127.0.0.1:200,::1:50"; an IPv6
+// address is split at its last colon and may be bracketed). Unlike Kafka,
+// host names are not accepted: the broker does no DNS lookups for this.
+func (b Broker) ConnectionOverrides() (map[netip.Addr]int, error) {
+	out := map[netip.Addr]int{}
+	for _, e := range SplitList(b.MaxConnectionsPerIPOverrides) {
+		i := strings.LastIndexByte(e, ':')
+		if i <= 0 {
+			return nil, fmt.Errorf("config: max.connections.per.ip.overrides: entry %q: want IP:count", e)
+		}
+		host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(e[:i]), "["), "]")
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
+			return nil, fmt.Errorf("config: max.connections.per.ip.overrides: entry %q: %q is not an IP address", e, host)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(e[i+1:]), 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("config: max.connections.per.ip.overrides: entry %q: the count must be an integer from 0 to 2147483647", e)
+		}
+		out[ip.Unmap()] = int(n)
+	}
+	return out, nil
 }

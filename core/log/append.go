@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vltava/vltava/core/invariant"
 	"github.com/vltava/vltava/core/record"
 )
 
@@ -41,10 +42,13 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.RLock()
-	closed, cfg, start, end := l.closed, l.cfg, l.start, l.end
+	closed, failed, cfg, start, end := l.closed, l.failed, l.cfg, l.start, l.end
 	l.mu.RUnlock()
 	if closed {
 		return AppendResult{}, ErrClosed
+	}
+	if failed != nil {
+		return AppendResult{}, failed
 	}
 	batches, err := splitBatches(records, !opts.CRCChecked)
 	if err != nil {
@@ -84,22 +88,39 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 }
 
 // publishLocked makes an append that ended at next visible: the log end
-// offset, the change channel and, with flush.messages, an fsync.
+// offset and the change channel. When flush.messages is reached it fsyncs
+// first, so that records whose fsync failed are never visible: the log
+// goes offline instead (ErrStorage) and nobody reads or acknowledges them.
 // REQUIRES: l.appendMu.
 func (l *Log) publishLocked(end, next int64, cfg Config) error {
+	l.mu.RLock()
+	appended := l.appended + next - end
+	syncNow := cfg.FlushMessages > 0 && appended-l.synced >= cfg.FlushMessages
+	l.mu.RUnlock()
+	if syncNow {
+		l.flushMu.Lock()
+		err := l.syncDataLocked()
+		l.flushMu.Unlock()
+		if err != nil {
+			l.unwriteLocked()
+			return err
+		}
+	}
 	l.mu.Lock()
+	if invariant.Enabled {
+		invariant.Check(next > l.end, "log %s: append ends at %d, not past the log end %d", l.dir, next, l.end)
+	}
 	l.end = next
-	l.appended += next - end
-	if l.unflushedSince == 0 {
+	l.appended = appended
+	if syncNow {
+		l.markSyncedLocked(next, appended)
+	} else if l.unflushedSince == 0 {
 		l.unflushedSince = time.Now().UnixMilli()
 	}
+	l.checkOffsetsLocked()
 	close(l.changed)
 	l.changed = make(chan struct{})
-	unsynced := l.appended - l.synced
 	l.mu.Unlock()
-	if cfg.FlushMessages > 0 && unsynced >= cfg.FlushMessages {
-		return l.syncData()
-	}
 	return nil
 }
 
@@ -198,20 +219,26 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	seg := l.active()
 	if l.shouldRoll(seg.meta, cfg, int64(len(records)), next-1, maxTs) {
 		if err := l.rollLocked(); err != nil {
-			return err
+			return l.fail("roll", err)
 		}
 		seg = l.active()
 	}
 	// INVARIANT: only the appender changes the active segment's meta, so it
 	// reads it without the lock; readers see it only through seg.mu.
 	m := seg.meta
-	seg.mu.Lock()
-	f := seg.file
-	seg.mu.Unlock()
+	// The reference keeps the descriptor budget from closing the file
+	// under the write; a file it closed while the partition was idle
+	// reopens here.
+	f, err := seg.acquire()
+	if err != nil {
+		return l.fail("append", err)
+	}
+	defer f.release()
 	pos := m.size
+	l.lastWrite = writtenAt{seg, pos}
 	if _, err := f.f.WriteAt(records, pos); err != nil {
 		f.f.Truncate(pos) // drop a partial write; readers never saw it
-		return fmt.Errorf("log: append: %w", err)
+		return l.fail("append", err)
 	}
 	for _, b := range bs {
 		m.add(b.h, pos+int64(b.off))
@@ -220,6 +247,33 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	seg.meta = m
 	seg.mu.Unlock()
 	return nil
+}
+
+// writtenAt is where the last write of the appender started.
+type writtenAt struct {
+	seg *segment
+	pos int64
+}
+
+// unwriteLocked cuts the bytes of the last write, which was never
+// published because its fsync failed, so that a restart (recovery keeps
+// every whole batch the page cache still holds) does not bring back a
+// record the producer was told had failed. Best effort: the log is
+// offline and the disk may refuse this too.
+// REQUIRES: l.appendMu.
+func (l *Log) unwriteLocked() {
+	w := l.lastWrite
+	if w.seg == nil {
+		return
+	}
+	f, err := w.seg.acquire()
+	if err != nil {
+		return
+	}
+	defer f.release()
+	if err := f.f.Truncate(w.pos); err != nil {
+		l.config().Logger.Warn("log: could not cut an unsynced append", "dir", l.dir, "segment", w.seg.base, "err", err)
+	}
 }
 
 // shouldRoll applies Kafka's roll rules to an append of n bytes whose last
@@ -254,6 +308,11 @@ func (l *Log) rollLocked() error {
 	l.mu.RUnlock()
 	if old.meta.size == 0 {
 		return nil
+	}
+	if invariant.Enabled {
+		// INVARIANT: segments are in offset order; the new one starts
+		// after every batch of the old.
+		invariant.Check(old.meta.next <= end, "log %s: roll at %d before segment %d ends (%d)", l.dir, end, old.base, old.meta.next)
 	}
 	old.mu.Lock()
 	old.meta.maybeAddTime()

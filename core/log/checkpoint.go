@@ -127,4 +127,10 @@ func syncPath(path string) error {
 // fsync is the one place the package forces data to stable storage. Tests
 // replace it to count calls: they simulate crashes by abandoning a Log,
 // which fsync cannot influence, and a busy disk would only slow them down.
-var fsync = func(f *os.File) error { return f.Sync() }
+// Failures injected by InjectSyncFailure apply to it.
+var fsync = func(f *os.File) error {
+	if err := injectedSyncFailure(f.Name()); err != nil {
+		return &os.PathError{Op: "sync", Path: f.Name(), Err: err}
+	}
+	return f.Sync()
+}

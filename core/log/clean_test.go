@@ -264,7 +264,7 @@ func TestCleanCompactDeleteRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLatest(t, l, latest)
-	n, err := l.ApplyRetention(time.UnixMilli(1_000_000))
+	n, err := l.ApplyRetention(time.UnixMilli(1_000_000), noHW)
 	if err != nil || n == 0 {
 		t.Fatalf("retention deleted %d segments (%v), want all inactive ones", n, err)
 	}

@@ -51,10 +51,13 @@ func (l *Log) swapIn(g []*segment, m segMeta) error {
 		return fmt.Errorf("log: clean: %w", err)
 	}
 	ns := newSegment(l.dir, base)
-	ns.file = &segFile{f: f}
-	ns.file.refs.Store(2) // the segment's and ours, held until the rename
+	sf := &segFile{f: f}
+	sf.refs.Store(2) // the segment's and ours, held until the rename
+	ns.mu.Lock()
+	ns.setFileLocked(sf)
 	ns.meta, ns.loaded, ns.lastUsed = m, true, time.Now().UnixNano()
-	defer ns.file.release()
+	ns.mu.Unlock()
+	defer sf.release()
 	l.publishSwap(g, ns)
 	var errs []error
 	for _, s := range g {
@@ -113,10 +116,7 @@ func (l *Log) publishSwap(g []*segment, ns *segment) {
 	for _, s := range g {
 		s.mu.Lock()
 		s.deleted = true
-		if s.file != nil {
-			s.file.release() // Slices keep their own references
-			s.file = nil
-		}
+		s.dropFileLocked() // Slices keep their own references
 		s.mu.Unlock()
 	}
 	i := slices.Index(l.segs, g[0])

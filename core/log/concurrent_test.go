@@ -85,7 +85,7 @@ func TestConcurrentReadersDuringAppends(t *testing.T) {
 	for i := range batches {
 		appendBatch(t, l, &m, plain(2, 100+i%300, int64(i)))
 		if i%100 == 0 {
-			l.Maintain(time.Now())
+			l.Maintain(time.Now(), noHW)
 		}
 		if i%50 == 0 && i >= 200 { // segments vanish under the readers
 			if _, err := l.DeleteRecordsBefore(l.EndOffset() - 200); err != nil {

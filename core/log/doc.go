@@ -161,10 +161,28 @@
 // # Durability
 //
 // Append writes to the page cache. flush.messages=N fsyncs the segment data
-// once N records are unsynced (N=1: before Append returns). Maintain
-// flushes everything and advances the recovery point when flush.ms has
-// passed, after a roll (as Kafka does, so a crash rescans at most the active
-// segment) and periodically after data-only fsyncs.
+// once N records are unsynced (N=1: before Append returns), before the
+// append is published: records whose fsync failed are never visible.
+// Maintain flushes everything and advances the recovery point when
+// flush.ms has passed, after a roll (as Kafka does, so a crash rescans at
+// most the active segment) and periodically after data-only fsyncs. Flush
+// and Truncate exclude each other (flushMu), so the recovery point it
+// checkpoints covers only bytes its fsyncs saw, never bytes a concurrent
+// truncation and re-append put at those offsets.
+//
+// INVARIANT: log start <= log end; recovery point <= synced offset <= log
+// end. Retention (ApplyRetention, given the partition's high watermark)
+// deletes only segments wholly below the high watermark, so it never moves
+// the log start past it.
+//
+// # Storage failures
+//
+// A failed write or fsync takes the log offline, as Kafka takes a log
+// directory offline: the first failure is kept and every later Append,
+// Read, Flush and Truncate returns it (wrapping ErrStorage); the page cache
+// may hold bytes the disk lost, so nothing more is served until a restart
+// recovers the files. Config.OnStorageError tells the owner (the broker
+// takes the whole directory offline with TakeOffline and stops).
 //
 // # Compaction (cleanup.policy=compact)
 //
@@ -224,6 +242,16 @@
 // them is harmless.
 //
 // # Concurrency
+//
+// Lock order (see Log): cleanMu, adminMu, appendMu, flushMu, mu, segment
+// locks; the epoch cache's locks come last. Truncate and
+// TruncateFullyAndStartAt hold adminMu, appendMu and flushMu.
+//
+// With the invariants build tag (core/invariant) the INVARIANT comments of
+// this package are checked: batch offsets and positions increasing within a
+// segment, index entries increasing, segments in order, the epoch cache
+// strictly increasing, the offset order above, retention below the high
+// watermark.
 //
 // One Append at a time; Reads run in parallel and do their I/O without any
 // lock the appender needs. Append writes past the published segment size,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vltava/vltava/core/invariant"
 	"github.com/vltava/vltava/core/record"
 )
 
@@ -131,6 +132,13 @@ func (c *epochCache) update(fn func([]epochEntry) ([]epochEntry, bool)) error {
 	es, changed := fn(c.snapshot())
 	if !changed {
 		return nil
+	}
+	if invariant.Enabled {
+		// INVARIANT: entries strictly increase in both epoch and start.
+		for i := 1; i < len(es); i++ {
+			invariant.Check(es[i].epoch > es[i-1].epoch && es[i].start > es[i-1].start,
+				"log %s: leader epoch cache entry %+v after %+v", c.dir, es[i], es[i-1])
+		}
 	}
 	if err := writeFileAtomic(c.dir, leaderEpochFile, encodeLeaderEpochs(es), true); err != nil {
 		return err

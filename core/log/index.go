@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/vltava/vltava/core/invariant"
 	"github.com/vltava/vltava/core/record"
 )
 
@@ -132,6 +133,16 @@ func newSegMeta(base int64, interval int64) segMeta {
 // position pos. It follows Kafka: a batch is indexed when more than
 // interval bytes were appended since the previous entry.
 func (m *segMeta) add(h record.Header, pos int64) {
+	if invariant.Enabled {
+		// INVARIANT (doc.go, segment file): offsets increase, the first
+		// batch at or after the segment base, each after the previous
+		// one's last offset; batches follow each other; relative offsets
+		// and positions fit 32 bits.
+		invariant.Check(h.BaseOffset >= m.next && h.LastOffset() >= h.BaseOffset,
+			"segment %d: batch [%d, %d] after offset %d", m.base, h.BaseOffset, h.LastOffset(), m.next-1)
+		invariant.Check(pos >= m.size, "segment %d: batch at position %d inside the previous one (size %d)", m.base, pos, m.size)
+		invariant.Check(m.fits(h.LastOffset(), pos+int64(h.Size())), "segment %d: batch [%d, %d] at %d overflows 32-bit offsets or positions", m.base, h.BaseOffset, h.LastOffset(), pos)
+	}
 	if m.maxTsOff < 0 || h.MaxTimestamp > m.maxTs {
 		m.maxTs, m.maxTsOff = h.MaxTimestamp, h.BaseOffset
 	}
@@ -139,7 +150,14 @@ func (m *segMeta) add(h record.Header, pos int64) {
 		m.firstTs = h.MaxTimestamp
 	}
 	if m.since > m.interval {
-		m.index = append(m.index, offsetEntry{uint32(h.BaseOffset - m.base), uint32(pos)})
+		e := offsetEntry{uint32(h.BaseOffset - m.base), uint32(pos)}
+		if n := len(m.index); invariant.Enabled && n > 0 {
+			// INVARIANT (doc.go, offset index): relOffset and position
+			// strictly increase.
+			invariant.Check(e.rel > m.index[n-1].rel && e.pos > m.index[n-1].pos,
+				"segment %d: offset index entry %+v after %+v", m.base, e, m.index[n-1])
+		}
+		m.index = append(m.index, e)
 		m.maybeAddTime()
 		m.since = 0
 	}
@@ -154,7 +172,13 @@ func (m *segMeta) maybeAddTime() {
 		return
 	}
 	if n := len(m.tindex); n == 0 || m.maxTs > m.tindex[n-1].ts {
-		m.tindex = append(m.tindex, timeEntry{m.maxTs, uint32(m.maxTsOff - m.base)})
+		e := timeEntry{m.maxTs, uint32(m.maxTsOff - m.base)}
+		if invariant.Enabled && n > 0 {
+			// INVARIANT (doc.go, time index): ts strictly increases and
+			// relOffset never decreases.
+			invariant.Check(e.rel >= m.tindex[n-1].rel, "segment %d: time index entry %+v after %+v", m.base, e, m.tindex[n-1])
+		}
+		m.tindex = append(m.tindex, e)
 	}
 }
 

@@ -44,6 +44,12 @@ type Config struct {
 	MinCompactionLagMs     int64   // min.compaction.lag.ms: segments with newer records stay dirty
 	MaxCompactionLagMs     int64   // max.compaction.lag.ms: clean regardless of the ratio once dirty data is this old; <=0 never
 	Logger                 *slog.Logger
+
+	// OnStorageError, if set, is called once when an I/O error takes the
+	// log offline (see ErrStorage), with the partition directory and the
+	// error. It runs on the goroutine that hit the error, possibly with
+	// the log's locks held: it must not block or call the log.
+	OnStorageError func(dir string, err error)
 }
 
 // DefaultConfig returns Kafka's defaults: 1 GiB segments rolled weekly,
@@ -90,12 +96,13 @@ type Log struct {
 
 	adminMu  sync.Mutex // serialises retention, DeleteRecords, Truncate, Close
 	appendMu sync.Mutex // one writer of the active segment
-	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints
+	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints; Truncate holds it too
 	cleanMu  sync.Mutex // one Clean pass at a time; taken before adminMu
 
 	epochs    epochCache    // leader-epoch cache; own locks, taken after all others
 	producers producerState // guarded by appendMu
 	prunedAt  int64         // log start offset producers were last pruned at; guarded by appendMu
+	lastWrite writtenAt     // where the last append's bytes start; guarded by appendMu
 
 	mu             sync.RWMutex
 	cfg            Config
@@ -114,6 +121,7 @@ type Log struct {
 	horizonDue     int64 // unix ms of the earliest delete horizon of a cleaned tombstone, 0 if none
 	changed        chan struct{}
 	closed         bool
+	failed         error // set once by fail: the log is offline (wraps ErrStorage)
 }
 
 // StartOffset returns the log start offset: the first readable offset.
@@ -147,11 +155,17 @@ func (l *Log) Size() int64 {
 func (l *Log) Dir() string { return l.dir }
 
 // SetConfig replaces the configuration; it applies from the next call.
+// A nil Logger or OnStorageError keeps the current one.
 func (l *Log) SetConfig(cfg Config) {
-	cfg = cfg.normalized()
 	l.mu.Lock()
-	l.cfg = cfg
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if cfg.Logger == nil {
+		cfg.Logger = l.cfg.Logger
+	}
+	if cfg.OnStorageError == nil {
+		cfg.OnStorageError = l.cfg.OnStorageError
+	}
+	l.cfg = cfg.normalized()
 }
 
 func (l *Log) config() Config {
@@ -228,14 +242,15 @@ func (l *Log) Delete() error {
 	return nil
 }
 
-// checkOpen returns ErrClosed after Close.
+// checkOpen returns ErrClosed after Close, and the failure (wrapping
+// ErrStorage) of a log taken offline.
 func (l *Log) checkOpen() error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
 		return ErrClosed
 	}
-	return nil
+	return l.failed
 }
 
 // headerAt reads the header of the batch at pos of f.

@@ -4,6 +4,8 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // fsyncs counts fsync calls made by tests.
@@ -12,9 +14,14 @@ var fsyncs atomic.Int64
 // realFsync is the production fsync, for benchmarks that measure it.
 var realFsync = fsync
 
+// fsyncReal is the production fsync too, for tests of its fault injection.
+var fsyncReal = fsync
+
 func TestMain(m *testing.M) {
 	fsync = func(*os.File) error { fsyncs.Add(1); return nil }
-	os.Exit(m.Run())
+	// Every goroutine the package starts (the Cleaner's) has an owner
+	// that stops and waits for it.
+	goleak.VerifyTestMain(m)
 }
 
 func TestFlushMessages(t *testing.T) {
@@ -58,13 +65,13 @@ func TestFlushMs(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, cfg)
 	appendBatch(t, l, nil, plain(1, 10, 1))
-	if err := l.Maintain(timeAfter(0)); err != nil {
+	if err := l.Maintain(timeAfter(0), noHW); err != nil {
 		t.Fatal(err)
 	}
 	if rp, _ := readOffsetCheckpoint(dir, recoveryPointFile); rp != 0 {
 		t.Fatalf("recovery point %d before flush.ms passed", rp)
 	}
-	if err := l.Maintain(timeAfter(2)); err != nil {
+	if err := l.Maintain(timeAfter(2), noHW); err != nil {
 		t.Fatal(err)
 	}
 	if rp, err := readOffsetCheckpoint(dir, recoveryPointFile); rp != 1 || err != nil {

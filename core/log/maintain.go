@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // Flush fsyncs every appended batch and index entry, then advances the
@@ -15,28 +17,32 @@ func (l *Log) Flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	end, appended, dirGen := l.end, l.appended, l.dirGen
+	end, appended, dirGen, failed := l.end, l.appended, l.dirGen, l.failed
 	i, _ := l.segmentForLocked(l.recoveryPoint)
 	segs := l.segs[i:]
 	l.mu.RUnlock()
+	if failed != nil {
+		return failed
+	}
 	for _, s := range segs {
 		if err := s.persistIndex(true); err != nil {
-			return err
+			return l.fail("flush", err)
 		}
 		if err := syncSegment(s); err != nil {
-			return err
+			return l.fail("flush", err)
 		}
 	}
 	if err := l.syncDirIfNeeded(dirGen); err != nil {
-		return err
+		return l.fail("flush", err)
 	}
 	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(end), true); err != nil {
-		return err
+		return l.fail("flush", err)
 	}
 	l.mu.Lock()
 	l.recoveryPoint = max(l.recoveryPoint, end)
 	l.lastCheckpoint = time.Now()
 	l.markSyncedLocked(end, appended)
+	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	return nil
 }
@@ -47,21 +53,39 @@ func (l *Log) syncData() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	end, appended, dirGen := l.end, l.appended, l.dirGen
-	i, _ := l.segmentForLocked(l.syncedOffset)
-	segs := l.segs[i:]
+	end, appended := l.end, l.appended
 	l.mu.RUnlock()
-	for _, s := range segs {
-		if err := syncSegment(s); err != nil {
-			return err
-		}
-	}
-	if err := l.syncDirIfNeeded(dirGen); err != nil {
+	if err := l.syncDataLocked(); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	l.markSyncedLocked(end, appended)
 	l.mu.Unlock()
+	return nil
+}
+
+// syncDataLocked fsyncs every segment from the one holding the synced
+// offset to the last, and the directory if segments were created or
+// removed. The caller marks what it covered as synced. A failure takes the
+// log offline.
+// REQUIRES: l.flushMu.
+func (l *Log) syncDataLocked() error {
+	l.mu.RLock()
+	dirGen, failed := l.dirGen, l.failed
+	i, _ := l.segmentForLocked(l.syncedOffset)
+	segs := l.segs[i:]
+	l.mu.RUnlock()
+	if failed != nil {
+		return failed
+	}
+	for _, s := range segs {
+		if err := syncSegment(s); err != nil {
+			return l.fail("fsync", err)
+		}
+	}
+	if err := l.syncDirIfNeeded(dirGen); err != nil {
+		return l.fail("fsync", err)
+	}
 	return nil
 }
 
@@ -110,9 +134,9 @@ func syncSegment(s *segment) error {
 // Maintain does the periodic work of the log; the owner calls it about
 // once a second. It rolls on segment.ms, flushes on flush.ms (and after a
 // roll, as Kafka does, so recovery stays bounded by the active segment),
-// applies retention, and closes the files of inactive segments idle for a
-// few seconds.
-func (l *Log) Maintain(now time.Time) error {
+// applies retention below hw (see ApplyRetention), and closes the files
+// of inactive segments idle for a few seconds.
+func (l *Log) Maintain(now time.Time, hw int64) error {
 	if err := l.checkOpen(); err != nil {
 		return err
 	}
@@ -134,7 +158,7 @@ func (l *Log) Maintain(now time.Time) error {
 	if needFlush {
 		errs = append(errs, l.Flush())
 	}
-	_, err := l.ApplyRetention(now)
+	_, err := l.ApplyRetention(now, hw)
 	errs = append(errs, err)
 	l.mu.RLock()
 	segs := l.segs
@@ -148,19 +172,24 @@ func (l *Log) Maintain(now time.Time) error {
 
 // ApplyRetention deletes the oldest segments whose max timestamp is older
 // than retention.ms, those beyond retention.bytes, and those wholly below
-// the log start offset. The active segment is deleted only when it and
-// every older segment are past retention.ms (it is rolled first, as Kafka
-// does). The log start offset moves to the first remaining segment if that
-// is later.
-func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
+// the log start offset, but only segments wholly below hw, the partition's
+// high watermark: as in Kafka, data a follower may still need to fetch is
+// never deleted, whatever its timestamps, and the log start offset never
+// moves past hw (pass math.MaxInt64 for a log without replicas to wait
+// for). The active segment is deleted only when it and every older segment
+// are past retention.ms and the whole log is below hw (it is rolled first,
+// as Kafka does). The log start offset moves to the first remaining
+// segment if that is later.
+func (l *Log) ApplyRetention(now time.Time, hw int64) (deletedSegments int, err error) {
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
 	if err := l.checkOpen(); err != nil {
 		return 0, err
 	}
 	l.mu.RLock()
-	cfg, segs, start := l.cfg, l.segs, l.start
+	cfg, segs, start, end := l.cfg, l.segs, l.start, l.end
 	l.mu.RUnlock()
+	hw = min(hw, end)
 	var total int64
 	for _, s := range segs {
 		sz, _, _ := s.stats()
@@ -176,18 +205,37 @@ func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
 		byTime := cfg.RetentionMs >= 0 && now.UnixMilli()-maxTs > cfg.RetentionMs
 		bySize := cfg.RetentionBytes >= 0 && diff-sz >= 0
 		byStart := segs[k+1].base <= start
-		if !byTime && !bySize && !byStart {
+		// INVARIANT: retention deletes only segments wholly below the high
+		// watermark (their successor starts at or below it), or below the
+		// log start offset that DeleteRecords already moved.
+		belowHW := segs[k+1].base <= hw
+		if !byStart && (!belowHW || (!byTime && !bySize)) {
 			break
 		}
 		diff -= sz
 	}
-	if k == len(segs)-1 && l.activeExpired(segs[k], cfg, now) {
+	if k == len(segs)-1 && end <= hw && l.activeExpired(segs[k], cfg, now) {
 		// Every segment is past retention.ms, the active one too: as Kafka
 		// does, roll so that the expired active segment can go as well.
 		if err := l.Roll(); err != nil {
 			return 0, err
 		}
-		k++
+		// Appends may have run since end was read: the rolled segment goes
+		// only if it still ends at or below the high watermark.
+		l.mu.RLock()
+		cur := l.segs
+		l.mu.RUnlock()
+		if len(cur) == len(segs)+1 && cur[len(segs)].base <= hw {
+			end = cur[len(segs)].base
+			k++
+		}
+	}
+	if invariant.Enabled && k > 0 {
+		next := end // k == len(segs): the rolled active segment goes too
+		if k < len(segs) {
+			next = segs[k].base
+		}
+		invariant.Check(next <= hw || next <= start, "log %s: retention deletes below %d, above the high watermark %d", l.dir, next, hw)
 	}
 	return k, l.deleteFront(k)
 }
@@ -221,6 +269,7 @@ func (l *Log) deleteFront(k int) error {
 	l.start = max(l.start, l.segs[0].base)
 	start := l.start
 	l.dirGen++
+	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	var errs []error
 	if moved {
@@ -242,10 +291,13 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newStart int64, err error) {
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
 	l.mu.RLock()
-	closed, start, end, segs := l.closed, l.start, l.end, l.segs
+	closed, failed, start, end, segs := l.closed, l.failed, l.start, l.end, l.segs
 	l.mu.RUnlock()
 	if closed {
 		return 0, ErrClosed
+	}
+	if failed != nil {
+		return start, failed
 	}
 	if offset < 0 || offset > end {
 		return start, fmt.Errorf("%w: delete before %d, log end %d", ErrOffsetOutOfRange, offset, end)
@@ -258,6 +310,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newStart int64, err error) {
 	}
 	l.mu.Lock()
 	l.start = max(l.start, offset)
+	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	if err := l.epochs.truncateFromStart(offset); err != nil {
 		return offset, err

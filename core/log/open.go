@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vltava/vltava/core/invariant"
 	"github.com/vltava/vltava/core/record"
 )
 
@@ -49,6 +50,20 @@ func Open(dir string, cfg Config) (*Log, error) {
 	}
 	l.cleaned = min(l.cleaned, l.end)
 	l.lastCheckpoint = time.Now()
+	l.mu.Lock()
+	l.checkOffsetsLocked()
+	l.mu.Unlock()
+	if invariant.Enabled {
+		// INVARIANT (doc.go, leader-epoch checkpoint): after Open no entry
+		// starts at or beyond the log end.
+		// The first starts at or after the log start.
+		if e, ok := l.epochs.latest(); ok {
+			invariant.Check(e.start < l.end, "log %s: leader epoch %d starts at %d, at or past the log end %d", dir, e.epoch, e.start, l.end)
+		}
+		if es := l.epochs.snapshot(); len(es) > 0 {
+			invariant.Check(es[0].start >= l.start, "log %s: leader epoch %d starts at %d, below the log start %d", dir, es[0].epoch, es[0].start, l.start)
+		}
+	}
 	return l, nil
 }
 
@@ -188,7 +203,7 @@ func (l *Log) loadTrusted(s *segment) error {
 	if err := s.openLocked(); err != nil {
 		return err
 	}
-	defer func() { s.file.release(); s.file = nil }()
+	defer s.dropFileLocked()
 	m, err := scanHeaders(s.file.f, s.meta.size, s.base, s.meta.interval)
 	if err != nil {
 		return fmt.Errorf("log: segment %d below recovery point: %w", s.base, err)

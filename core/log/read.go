@@ -88,6 +88,11 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (*Slice, error) 
 			l.mu.RUnlock()
 			return nil, ErrClosed
 		}
+		if l.failed != nil {
+			err := l.failed
+			l.mu.RUnlock()
+			return nil, err
+		}
 		if offset < l.start || offset > l.end {
 			err := fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.start, l.end)
 			l.mu.RUnlock()

@@ -28,10 +28,13 @@ func (l *Log) AppendReplica(records []byte) (lastOffset int64, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.RLock()
-	closed, cfg, start, end := l.closed, l.cfg, l.start, l.end
+	closed, failed, cfg, start, end := l.closed, l.failed, l.cfg, l.start, l.end
 	l.mu.RUnlock()
 	if closed {
 		return 0, ErrClosed
+	}
+	if failed != nil {
+		return 0, failed
 	}
 	batches, err := splitBatches(records, true)
 	if err != nil {
@@ -73,12 +76,17 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	defer l.adminMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	l.flushMu.Lock() // as in Truncate: no flush checkpoints the old end
+	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	closed, segs := l.closed, l.segs
+	closed, failed, segs := l.closed, l.failed, l.segs
 	interval := int64(l.cfg.IndexIntervalBytes)
 	l.mu.RUnlock()
 	if closed {
 		return ErrClosed
+	}
+	if failed != nil {
+		return failed
 	}
 	if offset < 0 {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)

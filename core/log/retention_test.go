@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -53,13 +54,13 @@ func TestRollByTime(t *testing.T) {
 		t.Fatalf("%d segments, want 2", n)
 	}
 	// Maintain rolls an active segment whose first batch is older than segment.ms.
-	if err := l.Maintain(time.UnixMilli(153 + 50)); err != nil {
+	if err := l.Maintain(time.UnixMilli(153+50), noHW); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(segmentFiles(t, dir, ".log")); n != 2 {
 		t.Fatalf("rolled too early: %d segments", n)
 	}
-	if err := l.Maintain(time.UnixMilli(153 + 51)); err != nil {
+	if err := l.Maintain(time.UnixMilli(153+51), noHW); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(segmentFiles(t, dir, ".log")); n != 3 {
@@ -78,7 +79,7 @@ func TestRetentionMs(t *testing.T) {
 	cfg.RetentionMs = 1500
 	l.SetConfig(cfg)
 	// Segment max timestamps are 1001, 2001, 3001 (active: 4001).
-	n, err := l.ApplyRetention(time.UnixMilli(3501))
+	n, err := l.ApplyRetention(time.UnixMilli(3501), noHW)
 	if err != nil || n != 1 {
 		t.Fatalf("deleted %d segments (%v), want 1", n, err)
 	}
@@ -92,7 +93,7 @@ func TestRetentionMs(t *testing.T) {
 	// is rolled and deleted (Kafka's rule), leaving one empty segment at
 	// the log end.
 	end := l.EndOffset()
-	n, err = l.ApplyRetention(time.UnixMilli(1 << 40))
+	n, err = l.ApplyRetention(time.UnixMilli(1<<40), noHW)
 	if err != nil || n != 3 {
 		t.Fatalf("deleted %d segments (%v), want 3", n, err)
 	}
@@ -119,10 +120,10 @@ func TestSliceSurvivesRetention(t *testing.T) {
 	cfg := l.config()
 	cfg.RetentionMs = 0
 	l.SetConfig(cfg)
-	if n, err := l.ApplyRetention(time.UnixMilli(1 << 40)); n != 3 || err != nil {
+	if n, err := l.ApplyRetention(time.UnixMilli(1<<40), noHW); n != 3 || err != nil {
 		t.Fatalf("deleted %d (%v), want all 3", n, err)
 	}
-	if err := l.Maintain(time.Now().Add(time.Hour)); err != nil {
+	if err := l.Maintain(time.Now().Add(time.Hour), noHW); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Bytes(nil)
@@ -156,5 +157,56 @@ func TestTruncate(t *testing.T) {
 	}
 	if err := l.Truncate(0); err != nil || l.EndOffset() != 0 || l.Size() != 0 {
 		t.Fatalf("truncate to 0: %v end %d", err, l.EndOffset())
+	}
+}
+
+// noHW is the high watermark of a log without replicas to wait for.
+const noHW = math.MaxInt64
+
+// Fault 2 of issue 9: retention ignored the high watermark, so records with
+// old timestamps (a backfill, MirrorMaker) were deleted before followers
+// had fetched them. Only segments wholly below the high watermark may go,
+// by time or by size, and the log start never passes it.
+func TestRetentionStopsAtHighWatermark(t *testing.T) {
+	dir := t.TempDir()
+	// Four segments of one batch (two records) each, all long expired.
+	l, m := timedLog(t, dir, 1000, 2000, 3000, 4000)
+	cfg := l.config()
+	cfg.RetentionMs = 1
+	l.SetConfig(cfg)
+	now := time.UnixMilli(1 << 40)
+	// The high watermark inside the second segment: only the first goes.
+	hw := m.heads[1].BaseOffset + 1
+	if n, err := l.ApplyRetention(now, hw); err != nil || n != 1 {
+		t.Fatalf("retention below hw %d deleted %d segments (%v), want 1", hw, n, err)
+	}
+	if got := l.StartOffset(); got != m.heads[1].BaseOffset || got > hw {
+		t.Fatalf("log start %d, want %d (hw %d)", got, m.heads[1].BaseOffset, hw)
+	}
+	// Maintain passes the bound on.
+	if err := l.Maintain(now, hw); err != nil || l.StartOffset() != m.heads[1].BaseOffset {
+		t.Fatalf("Maintain below hw %d: start %d (%v)", hw, l.StartOffset(), err)
+	}
+	// retention.bytes is bounded the same way.
+	cfg.RetentionMs, cfg.RetentionBytes = -1, 0
+	l.SetConfig(cfg)
+	hw = m.heads[3].BaseOffset // the active segment's base
+	if n, err := l.ApplyRetention(now, hw); err != nil || n != 2 || l.StartOffset() != hw {
+		t.Fatalf("retention.bytes below hw %d deleted %d (%v), start %d", hw, n, err, l.StartOffset())
+	}
+	// The expired active segment is not rolled away while any of it is
+	// above the high watermark...
+	cfg.RetentionMs, cfg.RetentionBytes = 1, -1
+	l.SetConfig(cfg)
+	if n, err := l.ApplyRetention(now, l.EndOffset()-1); err != nil || n != 0 {
+		t.Fatalf("active segment above hw: deleted %d (%v)", n, err)
+	}
+	if !bytes.Equal(readAll(t, l), m.bytesFrom(3)) {
+		t.Fatal("records at or above the high watermark changed")
+	}
+	// ...and is once all of it is below.
+	end := l.EndOffset()
+	if n, err := l.ApplyRetention(now, end); err != nil || n != 1 || l.StartOffset() != end {
+		t.Fatalf("active segment below hw: deleted %d (%v), start %d, want %d", n, err, l.StartOffset(), end)
 	}
 }

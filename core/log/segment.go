@@ -73,13 +73,19 @@ type segment struct {
 	deleted  bool
 	lastUsed int64 // unix nanoseconds of the last acquire
 
+	// used is set by every use of the file and cleared by the descriptor
+	// budget's clock sweep (files.go); slot is the segment's index in the
+	// budget's list while its file is open (guarded by filesBudget.mu).
+	used atomic.Bool
+	slot int
+
 	// Entries of meta.index / meta.tindex already in the files. Guarded
 	// by mu, changed only with idxMu held too.
 	idxOnDisk, tOnDisk int
 }
 
 func newSegment(dir string, base int64) *segment {
-	return &segment{base: base, stem: filepath.Join(dir, segName(base))}
+	return &segment{base: base, stem: filepath.Join(dir, segName(base)), slot: -1}
 }
 
 func (s *segment) logPath() string   { return s.stem + logSuffix }
@@ -100,10 +106,13 @@ func createSegment(dir string, base, interval int64) (*segment, error) {
 			return nil, fmt.Errorf("log: create segment: %w", err)
 		}
 	}
-	s.file = &segFile{f: f}
-	s.file.refs.Store(1)
+	sf := &segFile{f: f}
+	sf.refs.Store(1)
+	s.mu.Lock()
+	s.setFileLocked(sf)
 	s.meta = newSegMeta(base, interval)
 	s.loaded, s.active = true, true
+	s.mu.Unlock()
 	return s, nil
 }
 
@@ -124,8 +133,9 @@ func (s *segment) openLocked() error {
 	if err != nil {
 		return fmt.Errorf("log: open segment: %w", err)
 	}
-	s.file = &segFile{f: f}
-	s.file.refs.Store(1)
+	sf := &segFile{f: f}
+	sf.refs.Store(1)
+	s.setFileLocked(sf)
 	return nil
 }
 
@@ -137,6 +147,7 @@ func (s *segment) acquire() (*segFile, error) {
 		return nil, err
 	}
 	s.file.retain()
+	s.used.Store(true)
 	s.lastUsed = time.Now().UnixNano()
 	return s.file, nil
 }
@@ -197,6 +208,7 @@ func (s *segment) view(rel uint32, interval int64) (*segFile, int64, int64, erro
 		return nil, 0, 0, err
 	}
 	s.file.retain()
+	s.used.Store(true)
 	s.lastUsed = time.Now().UnixNano()
 	return s.file, lookupOffset(s.meta.index, rel), s.meta.size, nil
 }
@@ -217,6 +229,7 @@ func (s *segment) timeView(ts int64, interval int64) (*segFile, int64, int64, er
 		pos = lookupOffset(s.meta.index, rel)
 	}
 	s.file.retain()
+	s.used.Store(true)
 	s.lastUsed = time.Now().UnixNano()
 	return s.file, pos, s.meta.size, nil
 }
@@ -228,17 +241,21 @@ func (s *segment) stats() (size, maxTs, maxTsOff int64) {
 	return s.meta.size, s.meta.maxTs, s.meta.maxTsOff
 }
 
-// closeIfIdle closes an inactive segment's file and drops its indexes when
-// no Slice uses it and it was not acquired since idleBefore.
+// closeIfIdle closes a segment's file when no Slice, append or flush uses
+// it and it was not acquired since idleBefore; an inactive segment drops
+// its indexes too (the active one's live in memory only and stay). The
+// active segment of an idle partition closes like the others and reopens
+// on its next append.
 func (s *segment) closeIfIdle(idleBefore int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.active || s.file == nil || s.file.refs.Load() != 1 || s.lastUsed > idleBefore {
+	if s.file == nil || s.file.refs.Load() != 1 || s.lastUsed > idleBefore {
 		return nil
 	}
-	err := s.file.release()
-	s.file = nil
-	s.meta.index, s.meta.tindex, s.loaded = nil, nil, false
+	err := s.dropFileLocked()
+	if !s.active {
+		s.meta.index, s.meta.tindex, s.loaded = nil, nil, false
+	}
 	return err
 }
 
@@ -246,12 +263,7 @@ func (s *segment) closeIfIdle(idleBefore int64) error {
 func (s *segment) closeFile() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.file == nil {
-		return nil
-	}
-	err := s.file.release()
-	s.file = nil
-	return err
+	return s.dropFileLocked()
 }
 
 // remove marks the segment deleted, drops its file reference and unlinks
@@ -259,11 +271,7 @@ func (s *segment) closeFile() error {
 func (s *segment) remove() error {
 	s.mu.Lock()
 	s.deleted = true
-	var err error
-	if s.file != nil {
-		err = s.file.release()
-		s.file = nil
-	}
+	err := s.dropFileLocked()
 	s.mu.Unlock()
 	for _, p := range []string{s.logPath(), s.indexPath(), s.timePath()} {
 		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {

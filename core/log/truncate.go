@@ -11,17 +11,26 @@ import (
 // the log end offset becomes the start of the batch holding offset (offset
 // itself when it starts a batch). An offset below the log start empties the
 // log and restarts it there. Slices over removed bytes may read short.
+//
+// Truncate excludes Flush (flushMu): a flush that read the log end before
+// the cut must not checkpoint that end as the recovery point once other
+// bytes, never fsynced, sit at those offsets.
 func (l *Log) Truncate(offset int64) error {
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	closed, start, end, segs := l.closed, l.start, l.end, l.segs
+	closed, failed, start, end, segs := l.closed, l.failed, l.start, l.end, l.segs
 	interval := int64(l.cfg.IndexIntervalBytes)
 	l.mu.RUnlock()
 	if closed {
 		return ErrClosed
+	}
+	if failed != nil {
+		return failed
 	}
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
@@ -124,6 +133,7 @@ func (l *Log) truncateWithin(offset int64, segs []*segment, interval int64) erro
 	l.segs = slices.Clone(segs[:i+1])
 	l.end = m.next
 	l.resetOffsetsLocked(m.next)
+	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	return nil
 }
@@ -135,8 +145,7 @@ func (l *Log) cutSegment(seg *segment, size, interval int64) (segMeta, error) {
 	seg.mu.Lock()
 	defer seg.mu.Unlock()
 	if seg.file != nil && !seg.active {
-		seg.file.release() // reopen read-write below; Slices keep the old descriptor
-		seg.file = nil
+		seg.dropFileLocked() // reopen read-write below; Slices keep the old descriptor
 	}
 	seg.active = true
 	if err := seg.openLocked(); err != nil {

@@ -10,22 +10,25 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 const (
 	// readBufSize is the reader's bufio size: small requests take one read.
 	readBufSize = 16 << 10
-	// growStep bounds the first allocation for a request payload: frames up
-	// to it are read into a buffer of their exact size (produce requests
-	// are often several MiB, and doubling from a smaller start cost a
-	// quarter of the broker's produce CPU in copies and zeroing). Larger
-	// frames start there and double as bytes arrive, so memory follows
-	// what the peer actually sent.
+	// firstChunk is the largest buffer a request payload starts with;
+	// larger frames grow it fourfold as their bytes arrive (readPayload),
+	// so memory follows what the peer actually sent, not what it
+	// announced. Fourfold rather than twofold keeps the copies of a grown
+	// frame under a third of its size.
+	firstChunk = 64 << 10
+	// growStep is the largest buffer recycled between requests
+	// (payload.go).
 	growStep = 8 << 20
 )
 
@@ -48,22 +51,29 @@ type conn struct {
 	// inflight counts requests decoded and not yet answered; while it is
 	// positive the read side is not idle.
 	inflight atomic.Int32
-	// lastActive is when (UnixNano) a request last arrived or a response
-	// was last written; idleness is measured from it.
+	// lastActive is when (UnixNano) the connection was accepted, a request
+	// last arrived or a response was last written; idleness is measured
+	// from it.
 	lastActive atomic.Int64
 	w          *writer
+	// bodyStart and bodyDeadline are set, by the reader only, while it
+	// reads a frame body that holds request memory: past bodyDeadline the
+	// frame is stalled (see checkStalled). Zero otherwise.
+	bodyStart, bodyDeadline time.Time
 
 	closeOnce sync.Once
 }
 
 func newConn(s *Server, nc net.Conn, info *ConnInfo) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{
+	c := &conn{
 		s: s, nc: nc, info: info, ctx: ctx, cancel: cancel,
 		log:  s.log.With("conn", info.ID, "remote", info.Remote.String(), "listener", info.Listener),
 		reqs: make(chan *Request, 1),
 		w:    newWriter(nc, s.cfg.ZeroCopy, s.cfg.IdleTimeout, &s.stats),
 	}
+	c.lastActive.Store(time.Now().UnixNano()) // idleness counts from the accept
+	return c
 }
 
 // close cancels the connection's context and closes the socket; safe to
@@ -94,19 +104,25 @@ func (c *conn) serve() {
 	c.cancel()
 	wg.Wait()
 	c.close()
+	// Requests the processor never took (it stopped on an error) give
+	// their memory back.
+	for req := range c.reqs {
+		c.done(req)
+	}
 }
 
 // read decodes requests and queues them until an error.
 func (c *conn) read() {
 	br := bufio.NewReaderSize(c.nc, readBufSize)
 	for {
-		payload, err := c.readFrame(br)
+		payload, reserved, err := c.readFrame(br)
 		if err != nil {
 			c.logReadErr(err)
 			return
 		}
 		req, err := DecodeRequest(payload)
 		if err != nil {
+			c.s.pool.release(reserved)
 			if req != nil {
 				c.log.Warn("wire: closing connection: bad request",
 					"key", req.Key, "version", req.Version, "correlation_id", req.CorrelationID, "err", err)
@@ -117,11 +133,13 @@ func (c *conn) read() {
 		}
 		req.Conn = c.info
 		req.payload = payload
+		req.reserved = reserved
 		c.inflight.Add(1)
 		c.lastActive.Store(time.Now().UnixNano())
 		select {
 		case c.reqs <- req:
 		case <-c.ctx.Done():
+			c.done(req)
 			return
 		}
 	}
@@ -135,6 +153,20 @@ func clientGone(err error) bool {
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
+// done returns a request's memory to the pool once it has been handled or
+// dropped. Produce handlers keep nothing of the request once they return
+// (the records are copied into the log), so a produce payload is recycled
+// for the next request; any other payload is left to the garbage
+// collector, as its handler may keep references into it.
+func (c *conn) done(req *Request) {
+	if req.Key == 0 {
+		putPayload(req.payload)
+	}
+	req.payload = nil
+	c.s.pool.release(req.reserved)
+	req.reserved = 0
+}
+
 // logReadErr logs why reading stopped, quietly for ordinary closes.
 func (c *conn) logReadErr(err error) {
 	switch {
@@ -144,6 +176,10 @@ func (c *conn) logReadErr(err error) {
 		c.log.Debug("wire: client disconnected", "err", err)
 	case errors.Is(err, errFrameSize):
 		c.log.Warn("wire: closing connection: request frame refused", "err", err)
+	case errors.Is(err, errStalled):
+		c.log.Warn("wire: closing connection", "err", err)
+	case errors.Is(err, errPeerGone):
+		c.log.Debug("wire: connection closed", "err", err)
 	case errors.Is(err, errIdle):
 		c.log.Info("wire: closing idle connection", "idle", c.s.cfg.IdleTimeout)
 	default:
@@ -151,25 +187,66 @@ func (c *conn) logReadErr(err error) {
 	}
 }
 
-// readFrame reads one request frame and returns its payload. The size is
-// checked before anything is allocated.
-func (c *conn) readFrame(br *bufio.Reader) ([]byte, error) {
+// readFrame reads one request frame and returns its payload and the bytes
+// reserved for it in the request pool (its buffer's capacity), which the
+// caller must release. The
+// size is checked, and the pool waited for, before anything is allocated.
+func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err error) {
 	c.readDeadline()
 	var sz [4]byte
 	if err := c.readFull(br, sz[:]); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n > c.s.cfg.MaxRequestBytes || n < minHeaderBytes {
-		return nil, fmt.Errorf("%w: %d bytes (max %d, min %d)", errFrameSize, n, c.s.cfg.MaxRequestBytes, minHeaderBytes)
+		return nil, 0, fmt.Errorf("%w: %d bytes (max %d, min %d)", errFrameSize, n, c.s.cfg.MaxRequestBytes, minHeaderBytes)
 	}
-	buf := getPayload(min(int(n), growStep))
-	for len(buf) < int(n) {
+	// The frame is charged the size of the buffer it will end in.
+	charge := int64(payloadCap(int(n)))
+	if err := c.s.pool.check(charge); err != nil {
+		return nil, 0, err
+	}
+	// Backpressure: while the pool is spent this connection is not read.
+	// A peer that leaves before sending the whole frame is noticed, so it
+	// does not keep its connection (and its place under max.connections)
+	// until memory frees; a frame already complete in br is still served.
+	gone := func() bool { return br.Buffered() < int(n) && peerGone(c.nc) }
+	if err := c.s.pool.acquire(c.ctx, charge, gone); err != nil {
+		return nil, 0, err
+	}
+	if d := c.s.cfg.StalledFrameTimeout; d > 0 && c.s.pool != nil {
+		c.bodyStart = time.Now()
+		c.bodyDeadline = c.bodyStart.Add(d)
+	}
+	c.readDeadline() // the wait is not the peer's idleness
+	buf, err := readPayload(br, int(n), c.readFull)
+	c.bodyStart, c.bodyDeadline = time.Time{}, time.Time{}
+	if err != nil {
+		c.s.pool.release(charge)
+		return nil, 0, err
+	}
+	// INVARIANT: a payload never outgrows what it is charged.
+	if invariant.Enabled {
+		invariant.Check(int64(cap(buf)) <= charge, "wire: payload of %d bytes in a buffer of %d, charged %d", n, cap(buf), charge)
+	}
+	return buf, charge, nil
+}
+
+// readPayload reads n bytes with readFull into a buffer that starts at
+// most firstChunk long and grows fourfold as bytes arrive, so a peer that
+// announces a large frame and stalls holds little memory. Grown-out
+// buffers are recycled (payload.go).
+func readPayload(r io.Reader, n int, readFull func(io.Reader, []byte) error) ([]byte, error) {
+	buf := getPayload(min(n, firstChunk))
+	for len(buf) < n {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(int(n), 2*cap(buf))-len(buf))
+			grown := append(getPayload(min(n, 4*cap(buf))), buf...)
+			putPayload(buf)
+			buf = grown
 		}
-		end := min(cap(buf), int(n))
-		if err := c.readFull(br, buf[len(buf):end]); err != nil {
+		end := min(cap(buf), n)
+		if err := readFull(r, buf[len(buf):end]); err != nil {
+			putPayload(buf)
 			return nil, err
 		}
 		buf = buf[:end]
@@ -193,6 +270,9 @@ func (c *conn) readFull(r io.Reader, p []byte) error {
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
+			if err := c.checkStalled(); err != nil {
+				return err
+			}
 			if !c.extendIdle() {
 				return errIdle
 			}
@@ -205,27 +285,67 @@ func (c *conn) readFull(r io.Reader, p []byte) error {
 	return nil
 }
 
+// errStalled reports a frame body that stopped arriving while holding
+// request memory others wait for.
+var errStalled = errors.New("wire: request frame stalled")
+
+// stallRecheck is how often a frame past its StalledFrameTimeout checks
+// whether others now wait for request memory.
+const stallRecheck = time.Second
+
+// checkStalled fails if the frame being read is past its
+// StalledFrameTimeout while other connections wait for request memory;
+// past the timeout without waiters it checks again every stallRecheck.
+func (c *conn) checkStalled() error {
+	now := time.Now()
+	if c.bodyDeadline.IsZero() || now.Before(c.bodyDeadline) {
+		return nil
+	}
+	if w := c.s.pool.stats().waiting; w > 0 {
+		return fmt.Errorf("%w: not complete %v after its memory was reserved, while %d connections wait for request memory",
+			errStalled, now.Sub(c.bodyStart).Round(time.Millisecond), w)
+	}
+	c.bodyDeadline = now.Add(stallRecheck)
+	return nil
+}
+
 // extendIdle reports whether a read timeout is not idleness (a request is
-// in progress, or activity happened less than IdleTimeout ago) and if so
-// re-arms the read deadline.
+// in progress, or activity happened less than IdleTimeout ago, or there
+// is no idle timeout: the timeout was a stall check) and if so re-arms the
+// read deadline.
 func (c *conn) extendIdle() bool {
 	idle := c.s.cfg.IdleTimeout
-	if c.inflight.Load() > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(idle))
-		return true
+	switch {
+	case idle <= 0:
+		c.setReadDeadline(time.Time{})
+	case c.inflight.Load() > 0:
+		c.setReadDeadline(time.Now().Add(idle))
+	default:
+		last := time.Unix(0, c.lastActive.Load())
+		if time.Since(last) >= idle {
+			return false
+		}
+		c.setReadDeadline(last.Add(idle))
 	}
-	if last := time.Unix(0, c.lastActive.Load()); time.Since(last) < idle {
-		_ = c.nc.SetReadDeadline(last.Add(idle))
-		return true
-	}
-	return false
+	return true
 }
 
 // readDeadline arms the idle timeout for the next read.
 func (c *conn) readDeadline() {
 	if d := c.s.cfg.IdleTimeout; d > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		c.setReadDeadline(time.Now().Add(d))
+	} else if !c.bodyDeadline.IsZero() {
+		c.setReadDeadline(time.Time{})
 	}
+}
+
+// setReadDeadline sets the socket's read deadline to t (zero: none), or
+// to the frame body's stall deadline if that comes first.
+func (c *conn) setReadDeadline(t time.Time) {
+	if !c.bodyDeadline.IsZero() && (t.IsZero() || c.bodyDeadline.Before(t)) {
+		t = c.bodyDeadline
+	}
+	_ = c.nc.SetReadDeadline(t)
 }
 
 // process handles queued requests one at a time and writes their
@@ -234,12 +354,7 @@ func (c *conn) readDeadline() {
 func (c *conn) process() {
 	for req := range c.reqs {
 		err := c.serveRequest(req)
-		if req.Key == 0 {
-			// Produce handlers keep nothing of the request once they
-			// return (the records are copied into the log), so its
-			// buffer can serve the next request.
-			putPayload(req.payload)
-		}
+		c.done(req)
 		if err != nil {
 			switch {
 			case c.ctx.Err() != nil:
@@ -276,7 +391,22 @@ func (c *conn) serveRequest(req *Request) error {
 		c.log.Info("wire: closing connection after response", "key", req.Key, "correlation_id", req.CorrelationID)
 		c.close()
 	}
+	if resp.Throttle > 0 {
+		c.mute(resp.Throttle)
+	}
 	return nil
+}
+
+// mute holds the connection's next request back for d (or until the
+// connection ends). Requests already read wait in the queue, so at most
+// one read-ahead request is held.
+func (c *conn) mute(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.ctx.Done():
+	}
 }
 
 // callHandler calls the Handler, turning a panic into an error so one bad

@@ -38,11 +38,92 @@
 //
 // # Limits
 //
-// A request frame whose size is larger than Config.MaxRequestBytes, or too
-// small to hold a request header (8 bytes), is refused before any buffer is
-// allocated: the server logs it and closes the connection. Large frames are
-// read into a buffer that grows as bytes arrive, so a peer that announces a
-// large size and then stalls does not pin that much memory.
+// A request frame whose size is larger than Config.MaxRequestBytes
+// (socket.request.max.bytes), or too small to hold a request header (8
+// bytes), is refused before any buffer is allocated: the server logs it
+// and closes the connection.
+//
+// # Request memory pool
+//
+// Config.QueuedMaxRequestBytes (queued.max.request.bytes, default 256 MiB;
+// Kafka's default is unlimited) bounds the request frames held by the
+// whole server. After reading a frame's 4-byte size, the reader reserves
+// from the pool the size of the buffer the frame will end in (its size,
+// rounded up to a power of two from 64 KiB to 8 MiB, where buffers are
+// recycled). The reservation is returned when the request has been
+// handled and its response written, or when it is dropped because the
+// connection closed. Produce payloads are recycled
+// only at that point, once the handler (and with acks=all, the wait for
+// the ISR) has returned, since record batches are stamped in place and
+// appended from the request's buffer.
+//
+// While a frame does not fit, its reader waits before reading the body:
+// the connection is not read, TCP pushes back on the client, nothing is
+// refused, and reading resumes as soon as memory is returned. A frame the
+// pool could never admit is refused with a log line and a close. On Linux
+// a waiting reader checks every second, without reading, whether its peer
+// has closed before sending the whole frame, and if so closes the
+// connection, so peers that announce frames and leave do not hold
+// connections (and places under max.connections) until memory frees; a
+// frame that arrived whole before the peer closed is still served.
+//
+// A frame reserves for its whole announced size at once, as Kafka's pool
+// does. Reserving only as bytes arrive would let readers that each hold
+// part of a frame wait for one another forever (four 100 MiB frames
+// arriving together into 256 MiB). What the reservation does not do is
+// allocate: the payload buffer starts at most 64 KiB long and grows
+// fourfold as bytes arrive, so a peer that announces 100 MiB and sends
+// 40 KiB costs 64 KiB of memory, and the payload memory in use is at
+// most the bytes reserved (plus, briefly, the smaller buffer being copied
+// out of, and what the garbage collector has not yet reclaimed).
+//
+// The pool keeps its last quarter (less if that would leave no room for a
+// frame of MaxRequestBytes) for frames of at most 1 MiB: metadata,
+// heartbeats, commits, fetch requests and ordinary produce requests.
+// Clients that announce large frames and stall cannot hold the whole pool,
+// so other clients keep being served. Small frames are admitted whenever
+// they fit, ahead of waiting large ones; large frames are admitted in
+// arrival order, so a stream of them cannot starve the first.
+//
+// A peer that stalls in the middle of a frame would keep its reservation
+// until connections.max.idle.ms closes it (as in Kafka), so a few dozen
+// such peers could hold the whole pool and stop every client for ten
+// minutes. Config.StalledFrameTimeout (30 s, Kafka clients' default
+// request.timeout.ms, after which the client has given up on the request
+// anyway) bounds that: a frame whose body has not fully arrived that long
+// after its memory was reserved is closed, with a log line, if other
+// connections are waiting for request memory at that moment (checked
+// again every second after the timeout). Without contention a slow frame
+// is left alone. It has no Kafka config key. max.connections.per.ip
+// bounds how many connections one address can use for this.
+//
+// # Connection limits
+//
+// Config.MaxConnections (max.connections) bounds the connections open at
+// once; by default it is half of the open-file limit, at most 65,536
+// (DefaultMaxConnections), so connections cannot take the descriptors
+// that log segments need. Config.MaxConnectionsPerIP
+// (max.connections.per.ip, unlimited by default as in Kafka) bounds them
+// per remote IP address, with per-address exceptions in
+// MaxConnectionsPerIPOverrides. A connection over a limit is accepted and
+// closed at once; the open ones are unaffected. Refusals are logged at
+// most once a second, with the number not logged, and counted in
+// Stats.Refused. Unlike Kafka, which waits for a free slot before
+// accepting when max.connections is reached and exempts the inter-broker
+// listener, Vltava closes the new connection: replication fetches share
+// the client listener, so a broker's limit must leave room for its peers.
+//
+// When accept itself fails (EMFILE or ENFILE: descriptors exhausted), Serve
+// waits 5 ms, doubling to 1 s, before trying again, as net/http does, and
+// logs once per burst of failures and once when accepting works again; the
+// connections already open are served meanwhile.
+//
+// # Locks
+//
+// Server.mu guards the listener and connection sets and the connection
+// counts of the limits. The request pool has its own mutex. They never
+// nest: the pool is used only by connection goroutines, without
+// Server.mu, and Server.mu is never held while waiting for the pool.
 //
 // # Decoding
 //

@@ -21,6 +21,11 @@ type FileRange struct {
 	File *os.File
 	Pos  int64
 	Len  int64
+	// Data, when set, holds the range's bytes already read (File is nil
+	// and Len is len(Data)): the broker copies small reads, and every read
+	// while descriptors are scarce, instead of pinning a file until the
+	// response is written.
+	Data []byte
 }
 
 // Frame is a pre-built response body: byte runs and file ranges, sent in
@@ -49,6 +54,10 @@ func (f *Frame) AppendBytes(b []byte) {
 // AppendFile appends a file range. A range of length zero is skipped.
 func (f *Frame) AppendFile(r FileRange) {
 	if r.Len == 0 {
+		return
+	}
+	if r.Data != nil {
+		f.AppendBytes(r.Data)
 		return
 	}
 	f.segs = append(f.segs, segment{file: r})
@@ -111,7 +120,7 @@ func FetchFrame(resp *kmsg.FetchResponse, ranges []FileRange) (*Frame, error) {
 		return nil, fmt.Errorf("wire: fetch frame: %d partitions without records, %d ranges", len(slots), len(ranges))
 	}
 	for i, r := range ranges {
-		if r.Len < 0 || r.Pos < 0 || r.Len > math.MaxInt32 || (r.File == nil && r.Len != 0) {
+		if r.Len < 0 || r.Pos < 0 || r.Len > math.MaxInt32 || (r.File == nil && r.Len != int64(len(r.Data))) {
 			return nil, fmt.Errorf("wire: fetch frame: bad range %d (pos %d, len %d)", i, r.Pos, r.Len)
 		}
 	}

@@ -30,6 +30,15 @@ func getPayload(n int) []byte {
 	return make([]byte, 0, 1<<class)
 }
 
+// payloadCap is the capacity of the buffer getPayload(n) returns, which
+// is what a frame of n bytes is charged in the request pool.
+func payloadCap(n int) int {
+	if n < minPooledPayload || n > maxPooledPayload {
+		return n
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
 // putPayload recycles a buffer from getPayload. The caller must hold no
 // reference into it.
 func putPayload(b []byte) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,12 +36,22 @@ type Request struct {
 	// Conn describes the connection the request arrived on. It is shared by
 	// all requests of the connection.
 	Conn *ConnInfo
+	// Parked is the time the handler spent waiting rather than working (a
+	// fetch's long poll, an acks=all produce's wait for the ISR). Handlers
+	// that wait add to it; the request-time quota does not count it.
+	Parked time.Duration
 
 	// payload is the frame the request was decoded from; Body may alias
 	// it. The connection recycles it once the handler returned, for the
 	// API keys whose handlers keep no reference to it.
 	payload []byte
+	// reserved is what the frame holds of the request pool, returned once
+	// the request has been handled (conn.done).
+	reserved int64
 }
+
+// Size is the request's size on the wire: the frame after its length.
+func (r *Request) Size() int { return len(r.payload) }
 
 // ConnInfo describes a client connection.
 type ConnInfo struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,11 @@ type Response struct {
 	// Kafka does after a failed SASL authentication: the client reads the
 	// error, then sees the connection end.
 	CloseAfter bool
+	// Throttle mutes the connection: after writing the response the
+	// server reads no further request of the connection for this long
+	// (client quotas, KIP-219; the response carries the same time, so the
+	// client waits too).
+	Throttle time.Duration
 }
 
 // Config configures a Server.
@@ -60,11 +66,42 @@ type Config struct {
 	// sends a request nor accepts response bytes for this long, and has no
 	// request in progress, is closed. Zero means never.
 	IdleTimeout time.Duration
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
+	// request frames the server holds at once, from a frame's size until
+	// its request has been handled; while the pool is spent, connections
+	// wait before reading their next frame. A frame larger than the pool
+	// admits is refused (log line, close). Zero means
+	// DefaultQueuedMaxRequestBytes, negative unlimited.
+	QueuedMaxRequestBytes int64
+	// StalledFrameTimeout closes a connection whose frame body has not
+	// fully arrived this long after its request memory was reserved, if
+	// other connections are then waiting for request memory (checked
+	// again every second after the timeout). It has no Kafka counterpart:
+	// it keeps peers that announce frames and stall from holding the pool
+	// until IdleTimeout. Zero means DefaultStalledFrameTimeout, negative
+	// never.
+	StalledFrameTimeout time.Duration
+	// MaxConnections is max.connections: a connection accepted while this
+	// many are open is closed at once (rate-limited log line). Zero means
+	// DefaultMaxConnections(), negative unlimited.
+	MaxConnections int
+	// MaxConnectionsPerIP is max.connections.per.ip, the same per remote
+	// IP address; zero or negative means unlimited.
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides:
+	// per-address limits that replace MaxConnectionsPerIP (0 refuses the
+	// address).
+	MaxConnectionsPerIPOverrides map[netip.Addr]int
 	// Listener names the listener in ConnInfo ("PLAINTEXT").
 	Listener string
 	// Logger receives connection errors; nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultStalledFrameTimeout is the default StalledFrameTimeout: Kafka
+// clients' default request.timeout.ms, after which a client has given up
+// on a request whose bytes have not all been sent.
+const DefaultStalledFrameTimeout = 30 * time.Second
 
 // DefaultMaxRequestBytes is Kafka's default socket.request.max.bytes.
 const DefaultMaxRequestBytes = 100 << 20
@@ -76,6 +113,10 @@ var ErrServerClosed = errors.New("wire: server closed")
 type Stats struct {
 	Conns           int64 // connections open now
 	Accepted        int64 // connections accepted in total
+	Refused         int64 // connections closed at once by max.connections or max.connections.per.ip
+	AcceptErrors    int64 // failed accept calls (EMFILE, ENFILE, ...)
+	RequestBytes    int64 // bytes of queued.max.request.bytes reserved now
+	RequestWaiters  int64 // connections waiting for request memory now
 	Requests        int64 // requests decoded and handed to the Handler
 	SendfileCalls   int64 // sendfile(2) calls that moved bytes
 	SendfileBytes   int64 // file bytes sent with sendfile
@@ -85,6 +126,7 @@ type Stats struct {
 // counters backs Stats.
 type counters struct {
 	conns, accepted, requests                     atomic.Int64
+	refused, acceptErrors                         atomic.Int64
 	sendfileCalls, sendfileBytes, copiedFileBytes atomic.Int64
 }
 
@@ -97,11 +139,15 @@ type Server struct {
 	cancel context.CancelFunc
 	stats  counters
 	nextID atomic.Uint64
+	pool   *requestPool // nil: unlimited
+
+	refusedLog logLimiter // connections refused by the limits
 
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	limits    connLimits // counts conns
 	// wg counts Serve calls and connection goroutines.
 	// INVARIANT: wg.Add happens only under mu with closed == false.
 	wg sync.WaitGroup
@@ -115,11 +161,26 @@ func NewServer(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.QueuedMaxRequestBytes == 0 {
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections()
+	}
+	if cfg.StalledFrameTimeout == 0 {
+		cfg.StalledFrameTimeout = DefaultStalledFrameTimeout
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		cfg: cfg, h: h, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		listeners: map[net.Listener]struct{}{},
-		conns:     map[*conn]struct{}{},
+		pool:       newRequestPool(cfg.QueuedMaxRequestBytes, int64(cfg.MaxRequestBytes)),
+		refusedLog: logLimiter{interval: time.Second},
+		listeners:  map[net.Listener]struct{}{},
+		conns:      map[*conn]struct{}{},
+		limits: connLimits{
+			max: cfg.MaxConnections, perIP: cfg.MaxConnectionsPerIP,
+			overrides: cfg.MaxConnectionsPerIPOverrides, byIP: map[netip.Addr]int{},
+		},
 	}
 }
 
@@ -138,7 +199,13 @@ func (s *Server) Serve(l net.Listener) error {
 	defer s.wg.Done()
 	defer l.Close()
 
+	// Accept errors (EMFILE and ENFILE when descriptors run out,
+	// ECONNABORTED) are retried after a pause that doubles from 5 ms to
+	// 1 s, as net/http does, so the loop never spins; the connections
+	// already open are served meanwhile. One log line per burst of
+	// errors, one when accepting works again.
 	backoff := time.Duration(0)
+	failures := 0
 	for {
 		nc, err := l.Accept()
 		if err != nil {
@@ -148,9 +215,13 @@ func (s *Server) Serve(l net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return err
 			}
-			// Temporary (EMFILE, ECONNABORTED): back off and retry.
+			s.stats.acceptErrors.Add(1)
+			if failures == 0 {
+				s.log.Warn("wire: accept failing; retrying with backoff, open connections are still served",
+					"err", err, "open", s.stats.conns.Load())
+			}
+			failures++
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("wire: accept", "err", err, "retry_in", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-s.ctx.Done():
@@ -158,7 +229,10 @@ func (s *Server) Serve(l net.Listener) error {
 			}
 			continue
 		}
-		backoff = 0
+		if failures > 0 {
+			s.log.Info("wire: accepting again", "failed_accepts", failures)
+		}
+		backoff, failures = 0, 0
 		s.startConn(nc)
 	}
 }
@@ -170,6 +244,14 @@ func (s *Server) startConn(nc net.Conn) {
 	defer s.mu.Unlock()
 	if s.closed {
 		nc.Close()
+		return
+	}
+	ip, hasIP := remoteIP(nc.RemoteAddr())
+	if why := s.limits.admitLocked(ip, hasIP, len(s.conns)); why != "" {
+		nc.Close()
+		s.stats.refused.Add(1)
+		s.refusedLog.log(s.log, slog.LevelWarn, "wire: connection refused: "+why,
+			"remote", nc.RemoteAddr().String(), "listener", s.cfg.Listener, "open", len(s.conns))
 		return
 	}
 	info := &ConnInfo{
@@ -192,6 +274,7 @@ func (s *Server) startConn(nc net.Conn) {
 		}
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.limits.releaseLocked(ip, hasIP)
 		s.mu.Unlock()
 		s.stats.conns.Add(-1)
 	}()
@@ -225,9 +308,14 @@ func (s *Server) Close() error {
 
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() Stats {
+	ps := s.pool.stats()
 	return Stats{
 		Conns:           s.stats.conns.Load(),
 		Accepted:        s.stats.accepted.Load(),
+		Refused:         s.stats.refused.Load(),
+		AcceptErrors:    s.stats.acceptErrors.Load(),
+		RequestBytes:    ps.used,
+		RequestWaiters:  int64(ps.waiting),
 		Requests:        s.stats.requests.Load(),
 		SendfileCalls:   s.stats.sendfileCalls.Load(),
 		SendfileBytes:   s.stats.sendfileBytes.Load(),

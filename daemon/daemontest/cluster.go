@@ -46,6 +46,9 @@ type ClusterOptions struct {
 	Brokers         int
 	Controllers     int
 	NonVoterBrokers bool
+	// Metrics gives every process a metrics listener (/metrics, /ui/) on
+	// a port of its own (Proc.MetricsAddr); without it none has one.
+	Metrics bool
 }
 
 // StartClusterWith starts the cluster o describes, every process at once,
@@ -78,7 +81,11 @@ func StartClusterWith(t testing.TB, bin string, o ClusterOptions, args ...string
 		p := &Proc{bin: bin, dataDir: t.TempDir(), nodeID: int32(i + 1)}
 		p.logPath = filepath.Join(t.TempDir(), fmt.Sprintf("vltavad-%d.log", i+1))
 		common := []string{"--node-id", strconv.Itoa(i + 1), "--data-dir", p.dataDir,
-			"--quorum-listen", quorum[i], "--quorum-voters", c.voters}
+			"--quorum-listen", quorum[i], "--quorum-voters", c.voters, "--metrics-listen="}
+		if o.Metrics {
+			p.metricsAddr = FreePort(t)
+			common[len(common)-1] += p.metricsAddr
+		}
 		switch {
 		case i >= o.Brokers: // ready when its quorum port accepts
 			p.addr = quorum[i]

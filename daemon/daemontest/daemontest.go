@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vltava/vltava/core/invariant"
 )
 
 // StartTimeout bounds how long Start waits for the broker to accept TCP.
@@ -53,7 +55,13 @@ func Build(t testing.TB) string {
 		_, file, _, _ := runtime.Caller(0)
 		daemonDir := filepath.Dir(filepath.Dir(file))
 		build.bin = filepath.Join(build.dir, "vltavad")
-		cmd := exec.Command("go", "build", "-o", build.bin, ".")
+		args := []string{"build", "-o", build.bin}
+		if invariant.Enabled {
+			// The brokers under test check the same invariants as the
+			// test binary that starts them.
+			args = append(args, "-tags", "invariants")
+		}
+		cmd := exec.Command("go", append(args, ".")...)
 		cmd.Dir = daemonDir
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -85,6 +93,8 @@ type Proc struct {
 	logPath string
 	nodeID  int32 // in a Cluster
 
+	metricsAddr string // the metrics listener, when the test asked for one
+
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd.Wait returns
 	err    error         // cmd.Wait's result, set before exited closes
@@ -104,7 +114,8 @@ func FreePort(t testing.TB) string {
 }
 
 // Start runs bin with --listen on a free loopback port, --data-dir in
-// t.TempDir() unless args has one, and args. It returns once the port
+// t.TempDir() unless args has one, no metrics listener unless args has
+// --metrics-listen, and args. It returns once the port
 // accepts connections, and kills the process when the test ends.
 func Start(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
@@ -117,6 +128,12 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 	if flagValue(args, "listen") != "" {
 		t.Fatalf("daemontest.Start picks the listen address itself; drop --listen from %q", args)
 	}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(strings.TrimLeft(a, "-"), "metrics-listen") }) {
+		// Brokers under test run side by side: none takes the fixed
+		// default metrics port unless the test asks for a listener.
+		args = append([]string{"--metrics-listen="}, args...)
+	}
+	p.metricsAddr = flagValue(args, "metrics-listen")
 	p.args = append([]string{"--listen", p.addr}, args...)
 	t.Cleanup(p.kill)
 	p.start(t)
@@ -192,6 +209,9 @@ func (p *Proc) WaitReady(t testing.TB) {
 		}
 	}
 }
+
+// MetricsAddr is the process's metrics listener ("" when it has none).
+func (p *Proc) MetricsAddr() string { return p.metricsAddr }
 
 // Addr is the broker's host:port.
 func (p *Proc) Addr() string { return p.addr }

@@ -58,6 +58,11 @@ type Options struct {
 	// ResetAfter is how long a process must stay up for the backoff to
 	// return to MinBackoff (30s).
 	ResetAfter time.Duration
+	// ObserveCall, when set, is told of every completed sdk call a plugin
+	// served (not go-plugin's own or health checks): the plugin, the gRPC
+	// method, how long it took and its error. It runs on the caller's
+	// goroutine and must not block (a metrics histogram, say).
+	ObserveCall func(p *Plugin, method string, took time.Duration, err error)
 }
 
 func (o *Options) setDefaults() {

@@ -58,6 +58,10 @@ func newPlugin(h *Host, spec Spec) *Plugin {
 // String names the plugin for logs and errors.
 func (p *Plugin) String() string { return fmt.Sprintf("plugin %q (%s)", p.spec.name(), p.spec.Kind) }
 
+// Name is the plugin's name as logs give it: the built-in name or the
+// executable's path as configured.
+func (p *Plugin) Name() string { return p.spec.name() }
+
 // Spec is how the plugin was loaded.
 func (p *Plugin) Spec() Spec { return p.spec }
 
@@ -190,19 +194,39 @@ func (p *Plugin) start(ctx context.Context) (serve.Info, error) {
 
 // countUnary and countStream count the sdk calls (the services other
 // than Control, go-plugin's own and health).
+// A stream's latency is that of opening it.
 func (p *Plugin) countUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	p.count(method)
-	return invoker(ctx, method, req, reply, cc, opts...)
+	if !p.count(method) {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	start := time.Now()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	p.observe(method, start, err)
+	return err
 }
 
 func (p *Plugin) countStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	p.count(method)
-	return streamer(ctx, desc, cc, method, opts...)
+	if !p.count(method) {
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	start := time.Now()
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	p.observe(method, start, err)
+	return cs, err
 }
 
-func (p *Plugin) count(method string) {
+// count counts an sdk call and reports whether method is one.
+func (p *Plugin) count(method string) bool {
 	if strings.HasPrefix(method, "/vltava.plugin.v1.") && !strings.HasPrefix(method, "/vltava.plugin.v1.Control/") {
 		p.calls.Add(1)
+		return true
+	}
+	return false
+}
+
+func (p *Plugin) observe(method string, start time.Time, err error) {
+	if obs := p.host.opts.ObserveCall; obs != nil {
+		obs(p, method, time.Since(start), err)
 	}
 }
 

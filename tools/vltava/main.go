@@ -39,7 +39,8 @@ type command struct {
 
 // commands is the whole command table; each group's file defines its rows.
 var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands, groupCommands,
-	brokerCommands, partitionCommands, conformanceCommands, clusterCommands, completionCommands)
+	brokerCommands, partitionCommands, conformanceCommands, clusterCommands, quotaCommands, doctorCommands,
+	clientsCommands, completionCommands)
 
 func concat(groups ...[]command) []command {
 	var all []command

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -76,6 +77,8 @@ func cellText(c any) string {
 		return "-"
 	case string:
 		return orDash(v)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	case []int32:
 		if len(v) == 0 {
 			return "-"

@@ -41,7 +41,21 @@ type serveFlags struct {
 	// inProcessPlugins runs the built-ins inside the broker process
 	// (measurement only: compare with the default out-of-process setup).
 	inProcessPlugins bool
+	// overrides are --override key=value, applied over the config file.
+	overrides listFlag
+	version   bool
+
+	// Set by load: Kafka keys that have no effect here (warned about once)
+	// and notes on how the advertised listener was chosen.
+	ignored []string
+	notes   []string
 }
+
+// listFlag collects a repeatable flag's values in order.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func newServeFlags(stderr io.Writer) *serveFlags {
 	f := &serveFlags{fs: flag.NewFlagSet("vltavad", flag.ContinueOnError)}
@@ -59,6 +73,8 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.BoolVar(&f.inProcessPlugins, "in-process-plugins", false, "run the built-in local store and assignors inside the broker process, not as plugin processes (for benchmarks; path plugins are refused)")
 	fs.StringVar(&f.metrics, "metrics-listen", "", "serve /metrics, /healthz and /readyz on `HOST:PORT` (metrics.listen; default "+config.DefaultMetricsListen+"; empty turns it off)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile from start to shutdown to `FILE` (for benchmarks)")
+	fs.Var(&f.overrides, "override", "set config `key=value` over the config file, as kafka-server-start's --override (repeatable)")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	return f
 }
 
@@ -74,20 +90,45 @@ func (f *serveFlags) parse(args []string) error {
 }
 
 // load builds the broker config from the parsed flags: defaults, then the
-// config file, then the flags that were given.
+// config file, then --override, then the flags that were given. It also
+// settles advertised.listeners (see advertise).
 func (f *serveFlags) load() (config.Broker, error) {
 	cfg := config.DefaultBroker()
+	m := map[string]any{}
+	where := "--override"
 	if f.configFile != "" {
-		if err := decodeFile(f.configFile, &cfg); err != nil {
+		var err error
+		if m, err = readFile(f.configFile); err != nil {
 			return config.Broker{}, err
 		}
+		where = "config file " + f.configFile
+		if len(f.overrides) > 0 {
+			where += " with --override"
+		}
 	}
+	for _, o := range f.overrides {
+		k, v, ok := strings.Cut(o, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return config.Broker{}, fmt.Errorf("--override %q: want key=value", o)
+		}
+		m[strings.TrimSpace(k)] = v
+	}
+	if len(m) > 0 {
+		var err error
+		if f.ignored, err = decodeKafkaMap(m, &cfg); err != nil {
+			return config.Broker{}, fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	fileListeners, fileAdvertised := cfg.Listeners, cfg.AdvertisedListeners
+	listenGiven, advertisedGiven := false, false
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "listen":
 			cfg.Listeners = f.listen
+			listenGiven = true
 		case "advertised":
 			cfg.AdvertisedListeners = f.advertised
+			advertisedGiven = true
 		case "data-dir":
 			cfg.LogDirs = f.dataDir
 		case "node-id":
@@ -108,6 +149,24 @@ func (f *serveFlags) load() (config.Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return config.Broker{}, err
 	}
+	if listenGiven && !advertisedGiven && fileAdvertised != "" {
+		adv, note, err := followListen(fileListeners, fileAdvertised, cfg.Listeners)
+		if err != nil {
+			return config.Broker{}, err
+		}
+		cfg.AdvertisedListeners = adv
+		if note != "" {
+			f.notes = append(f.notes, note)
+		}
+	}
+	adv, note, err := advertise(cfg)
+	if err != nil {
+		return config.Broker{}, err
+	}
+	cfg.AdvertisedListeners = adv
+	if note != "" {
+		f.notes = append(f.notes, note)
+	}
 	return cfg, nil
 }
 
@@ -120,12 +179,12 @@ func (f *serveFlags) level() (slog.Level, error) {
 	return l, nil
 }
 
-// decodeFile reads a config file over cfg. A name ending in .properties is
-// read as Kafka's key=value format, anything else as YAML.
-func decodeFile(path string, cfg *config.Broker) error {
+// readFile reads a config file into flat keys. A name ending in
+// .properties is read as Kafka's key=value format, anything else as YAML.
+func readFile(path string) (map[string]any, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("config file: %w", err)
+		return nil, fmt.Errorf("config file: %w", err)
 	}
 	var m map[string]any
 	if strings.HasSuffix(path, ".properties") {
@@ -133,16 +192,26 @@ func decodeFile(path string, cfg *config.Broker) error {
 	} else {
 		m, err = parseYAML(data)
 	}
-	if err == nil {
-		err = nestPluginConfigs(m)
-	}
-	if err == nil {
-		err = decodeMap(m, cfg)
-	}
 	if err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
+		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
-	return nil
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// decodeKafkaMap decodes flat config keys into cfg: Kafka's keys with a
+// meaning here are translated, Kafka's keys without one are returned (to
+// warn about), anything else unknown is an error.
+func decodeKafkaMap(m map[string]any, cfg *config.Broker) (ignored []string, err error) {
+	if err := nestPluginConfigs(m); err != nil {
+		return nil, err
+	}
+	if ignored, err = translateKafkaKeys(m); err != nil {
+		return nil, err
+	}
+	return ignored, decodeMap(m, cfg)
 }
 
 // parseYAML reads a YAML mapping. Nested mappings are flattened with dots,
@@ -331,7 +400,11 @@ func unknownKeys(m map[string]any) []string {
 	var unknown []string
 	for k := range m {
 		if !known[k] {
-			unknown = append(unknown, fmt.Sprintf("%q", k))
+			u := fmt.Sprintf("%q", k)
+			if s := suggest(k); s != "" {
+				u += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			unknown = append(unknown, u)
 		}
 	}
 	sort.Strings(unknown)

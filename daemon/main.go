@@ -1,8 +1,15 @@
 // Command vltavad runs a Vltava broker.
 //
-//	vltavad [--config FILE] [--listen HOST:PORT] [--advertised HOST:PORT]
-//	        [--data-dir DIR] [--node-id N] [--log-level LEVEL]
+//	vltavad [--config FILE] [--override KEY=VALUE ...] [--listen HOST:PORT]
+//	        [--advertised HOST:PORT] [--data-dir DIR] [--node-id N] [--log-level LEVEL]
+//	vltavad --version
 //	vltavad SUBCOMMAND [args]
+//
+// The config file may be a stock Kafka server.properties: Kafka's keys
+// with a meaning here are translated (kafkakeys.go), the others are
+// ignored with one warning. The data directory is locked (lock.go) before
+// anything is written to it, and the Kafka port is checked first, so a
+// broker that cannot start leaves a new directory as it found it.
 //
 // With no subcommand it serves until SIGINT or SIGTERM, then shuts down
 // cleanly; a second signal exits at once. A first argument that does not
@@ -16,6 +23,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/vltava/vltava/core/config"
 )
@@ -77,8 +85,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	if fs == nil {
 		fs = newServeFlags(w).fs
 	}
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	printFlagDefaults(w, fs)
 }
 
 // loadFlags parses the serve flags, printing usage on error; ok is false
@@ -86,6 +93,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 func loadFlags(args []string, stdout, stderr io.Writer) (f *serveFlags, code int, ok bool) {
 	f = newServeFlags(stderr)
 	f.fs.Usage = func() {}
+	f.fs.SetOutput(io.Discard) // errors are printed below, once
 	if err := f.parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout, f.fs)
@@ -94,6 +102,10 @@ func loadFlags(args []string, stdout, stderr io.Writer) (f *serveFlags, code int
 		fmt.Fprintln(stderr, "vltavad:", err)
 		usage(stderr, f.fs)
 		return nil, 2, false
+	}
+	if f.version {
+		fmt.Fprintln(stdout, versionLine("vltavad"))
+		return nil, 0, false
 	}
 	return f, 0, true
 }
@@ -109,8 +121,31 @@ func printConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vltavad:", err)
 		return 1
 	}
+	if len(f.ignored) > 0 {
+		fmt.Fprintf(stderr, "vltavad: ignored (Kafka's, no effect in Vltava): %s\n", strings.Join(f.ignored, ", "))
+	}
+	for _, n := range f.notes {
+		fmt.Fprintln(stderr, "vltavad:", n)
+	}
 	for _, v := range config.BrokerValues(cfg) {
 		fmt.Fprintf(stdout, "%s=%s\n", v.Name, v.Value)
 	}
 	return 0
+}
+
+// printFlagDefaults is flag.PrintDefaults with the "--name" spelling the
+// README uses.
+func printFlagDefaults(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(fl *flag.Flag) {
+		name, usage := flag.UnquoteUsage(fl)
+		line := "  --" + fl.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n    \t" + usage
+		if _, isBool := fl.Value.(interface{ IsBoolFlag() bool }); !isBool && fl.DefValue != "" && fl.DefValue != "0" {
+			line += fmt.Sprintf(" (default %s)", fl.DefValue)
+		}
+		fmt.Fprintln(w, line)
+	})
 }

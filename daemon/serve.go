@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vltava/vltava/core/broker"
+	"github.com/vltava/vltava/core/config"
 	vlog "github.com/vltava/vltava/core/log"
 	"github.com/vltava/vltava/daemon/fdlimit"
 	"github.com/vltava/vltava/daemon/inspect"
@@ -34,7 +39,35 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vltavad:", err)
 		return 1
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	summary := newSummaryHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(summary)
+	if len(f.ignored) > 0 {
+		logger.Warn("config keys of Kafka's that have no effect in Vltava are ignored", "keys", strings.Join(f.ignored, ","))
+	}
+	for _, n := range f.notes {
+		logger.Info(n)
+	}
+	roles, _ := cfg.Roles() // Validate checked it
+	if roles.Broker {
+		// Before anything is written: a port in use must not leave a new
+		// data directory behind.
+		if err := checkListen(cfg); err != nil {
+			logger.Error("cannot listen", "err", err)
+			return 1
+		}
+	}
+	fresh := isFresh(cfg.LogDirs)
+	locks, err := lockDirs(cfg.LogDirs)
+	if err != nil {
+		logger.Error("cannot use the data directory", "err", err)
+		return 1
+	}
+	started := false
+	defer func() {
+		for _, l := range locks {
+			l.release(fresh && !started)
+		}
+	}()
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
@@ -69,7 +102,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	}
 	defer m.Close()
 
-	if roles, _ := cfg.Roles(); !roles.Broker { // Validate checked it
+	if !roles.Broker {
+		started = true
 		return serveController(cfg, sigCh, stdout, logger)
 	}
 
@@ -119,29 +153,91 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	if con != nil {
 		defer con.Close()
 	}
+	started = true // from here on the data directory holds the broker's files
 	if err := b.Start(); err != nil {
 		logger.Error("broker failed to start", "err", err)
 		return 1
 	}
 	select {
 	case <-b.Ready():
-		fmt.Fprintf(stdout, "vltavad ready: listening on %s, data in %s, node %d\n", b.Addr(), cfg.LogDirs, cfg.NodeID)
+		summary.summary(logger)
+		adv := cfg.AdvertisedListeners
+		if adv == "" {
+			adv = b.Addr() // port 0: what was bound
+		}
+		fmt.Fprintf(stdout, "vltavad ready: listening on %s, advertised as %s, data in %s, node %d\n",
+			b.Addr(), adv, cfg.LogDirs, cfg.NodeID)
 	case sig := <-sigCh:
 		logger.Info("signal during startup, shutting down", "signal", sig.String())
 		return closeBroker(b, sigCh, logger)
 	}
-	select {
-	case sig := <-sigCh:
-		logger.Info("shutting down", "signal", sig.String())
-		return closeBroker(b, sigCh, logger)
-	case <-b.Failed():
-		// As Kafka halts a broker whose log directories are all offline:
-		// closing ends the cluster session, so leadership moves at once.
-		logger.Error("log directory offline, stopping the broker; repair or replace the disk, then restart", "err", b.Err())
-		closeBroker(b, sigCh, logger)
-		fmt.Fprintln(stderr, "vltavad: stopped:", b.Err())
-		return 1
+	// Partitions a cluster hands this broker later are recovered later:
+	// their summary comes within a minute.
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			summary.summary(logger)
+		case sig := <-sigCh:
+			logger.Info("shutting down", "signal", sig.String())
+			return closeBroker(b, sigCh, logger)
+		case <-b.Failed():
+			// As Kafka halts a broker whose log directories are all offline:
+			// closing ends the cluster session, so leadership moves at once.
+			logger.Error("log directory offline, stopping the broker; repair or replace the disk, then restart", "err", b.Err())
+			closeBroker(b, sigCh, logger)
+			fmt.Fprintln(stderr, "vltavad: stopped:", b.Err())
+			return 1
+		}
 	}
+}
+
+// checkListen binds the Kafka listener's address for a moment, so that a
+// port in use is reported before the data directory is touched.
+func checkListen(cfg config.Broker) error {
+	addr, err := cfg.ListenAddr()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listeners %s: %w", addr, err)
+	}
+	return ln.Close()
+}
+
+// isFresh reports whether no data directory holds a broker's files yet
+// (none exists, or none has meta.properties or meta/).
+func isFresh(dirs string) bool {
+	for _, d := range strings.Split(dirs, ",") {
+		d = strings.TrimSpace(d)
+		for _, name := range []string{"meta.properties", "meta"} {
+			if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lockDirs locks each of the comma-separated data directories.
+func lockDirs(dirs string) ([]*dirLock, error) {
+	var locks []*dirLock
+	for _, d := range strings.Split(dirs, ",") {
+		if d = strings.TrimSpace(d); d == "" {
+			continue
+		}
+		l, err := lockDir(d)
+		if err != nil {
+			for _, held := range locks {
+				held.release(false)
+			}
+			return nil, err
+		}
+		locks = append(locks, l)
+	}
+	return locks, nil
 }
 
 // closeBroker shuts the broker down cleanly; another signal meanwhile exits

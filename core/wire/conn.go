@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/vltava/vltava/core/invariant"
@@ -144,6 +145,14 @@ func (c *conn) read() {
 	}
 }
 
+// clientGone reports whether err means the client went away (reset,
+// closed mid-frame, or closed before its response was written): ordinary
+// for a client, not a warning.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // done returns a request's memory to the pool once it has been handled or
 // dropped. Produce handlers keep nothing of the request once they return
 // (the records are copied into the log), so a produce payload is recycled
@@ -163,6 +172,8 @@ func (c *conn) logReadErr(err error) {
 	switch {
 	case c.ctx.Err() != nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		c.log.Debug("wire: connection closed", "err", err)
+	case clientGone(err):
+		c.log.Debug("wire: client disconnected", "err", err)
 	case errors.Is(err, errFrameSize):
 		c.log.Warn("wire: closing connection: request frame refused", "err", err)
 	case errors.Is(err, errStalled):
@@ -345,7 +356,12 @@ func (c *conn) process() {
 		err := c.serveRequest(req)
 		c.done(req)
 		if err != nil {
-			if c.ctx.Err() == nil {
+			switch {
+			case c.ctx.Err() != nil:
+			case clientGone(err):
+				c.log.Debug("wire: client disconnected before its response", "key", req.Key,
+					"correlation_id", req.CorrelationID, "err", err)
+			default:
 				c.log.Warn("wire: closing connection", "key", req.Key, "version", req.Version,
 					"correlation_id", req.CorrelationID, "err", err)
 			}

@@ -14,7 +14,7 @@ const defaultFormat = `%t/%p@%o: %k=%v`
 
 // formatHelp documents the placeholders for the --format flag.
 const formatHelp = `record format, one line per record: %t topic, %p partition, %o offset, ` +
-	`%k key, %v value, %h headers (k=v,...), %T timestamp (Unix ms), %% a percent sign; \t, \n and \\ escapes`
+	`%k key, %v value (a null key or value prints as null, an empty one as nothing), %h headers (k=v,...), %T timestamp (Unix ms), %% a percent sign; \t, \n and \\ escapes`
 
 // recordFormat is a parsed --format string: literal text and placeholders.
 type recordFormat []formatPart
@@ -88,9 +88,9 @@ func (f recordFormat) write(w io.Writer, r *kgo.Record) error {
 		case 'o':
 			buf = strconv.AppendInt(buf, r.Offset, 10)
 		case 'k':
-			buf = append(buf, r.Key...)
+			buf = appendNullable(buf, r.Key)
 		case 'v':
-			buf = append(buf, r.Value...)
+			buf = appendNullable(buf, r.Value)
 		case 'T':
 			buf = strconv.AppendInt(buf, r.Timestamp.UnixMilli(), 10)
 		case 'h':
@@ -107,4 +107,14 @@ func (f recordFormat) write(w io.Writer, r *kgo.Record) error {
 	buf = append(buf, '\n')
 	_, err := w.Write(buf)
 	return err
+}
+
+// appendNullable appends b, or "null" when b is nil (Kafka's null key or
+// value, which kafka-console-consumer also prints as null); an empty b
+// appends nothing.
+func appendNullable(buf, b []byte) []byte {
+	if b == nil {
+		return append(buf, "null"...)
+	}
+	return append(buf, b...)
 }

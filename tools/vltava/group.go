@@ -22,7 +22,11 @@ var groupCommands = []command{
 
 func groupList(ctx context.Context, e *env, c *command, args []string) error {
 	f := newFlags(e, c)
+	output := outputFlag(f)
 	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
 		return err
 	}
 	return e.admin(ctx, func(ctx context.Context, adm *kadm.Client) error {
@@ -30,12 +34,11 @@ func groupList(ctx context.Context, e *env, c *command, args []string) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE")
+		t := newTable("GROUP", "STATE", "PROTOCOL-TYPE")
 		for _, g := range gs.Sorted() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Group, orDash(g.State), orDash(g.ProtocolType))
+			t.add(g.Group, g.State, g.ProtocolType)
 		}
-		return tw.Flush()
+		return t.write(e.stdout, *output)
 	})
 }
 
@@ -48,8 +51,12 @@ func orDash(s string) string {
 
 func groupDescribe(ctx context.Context, e *env, c *command, args []string) error {
 	f := newFlags(e, c)
+	output := outputFlag(f)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
 		return err
 	}
 	group := pos[0]
@@ -71,6 +78,9 @@ func groupDescribe(ctx context.Context, e *env, c *command, args []string) error
 		}
 		if (notFound || l.State == "Dead") && len(l.Lag) == 0 {
 			return fmt.Errorf("group %s does not exist (no members and no committed offsets)", group)
+		}
+		if *output == "json" {
+			return jsonOut(e.stdout, groupJSON(group, l))
 		}
 		fmt.Fprintf(e.stdout, "group %s  state %s  protocol-type %s  protocol %s  members %d  coordinator %d\n",
 			group, orDash(l.State), orDash(l.ProtocolType), orDash(l.Protocol), len(l.Members), l.Coordinator.NodeID)
@@ -164,4 +174,34 @@ func groupDelete(ctx context.Context, e *env, c *command, args []string) error {
 		}
 		return errors.Join(errs...)
 	})
+}
+
+// groupJSON is group describe's --output json: the group, its members and
+// its lag table as objects.
+func groupJSON(group string, l kadm.DescribedGroupLag) map[string]any {
+	members := newTable("MEMBER", "CLIENT-ID", "HOST", "ASSIGNED")
+	for _, m := range l.Members {
+		members.add(m.MemberID, m.ClientID, m.ClientHost, assignment(m))
+	}
+	lag := newTable("TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "MEMBER")
+	for _, pl := range l.Lag.Sorted() {
+		var committed, end, lg, member any
+		if pl.Commit.At >= 0 {
+			committed = pl.Commit.At
+		}
+		if pl.End.Err == nil {
+			end = pl.End.Offset
+		}
+		if pl.Lag >= 0 {
+			lg = pl.Lag
+		}
+		if pl.Member != nil {
+			member = pl.Member.MemberID
+		}
+		lag.add(pl.Topic, pl.Partition, committed, end, lg, member)
+	}
+	return map[string]any{
+		"group": group, "state": l.State, "protocol_type": l.ProtocolType, "protocol": l.Protocol,
+		"coordinator": l.Coordinator.NodeID, "members": members.objects(), "offsets": lag.objects(),
+	}
 }

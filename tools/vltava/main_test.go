@@ -83,6 +83,17 @@ func cliErr(t *testing.T, addr, stdin string, args ...string) (stdout, stderr st
 
 func lines(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") }
 
+// firstColumn is the first word of each line of a table, without the header.
+func firstColumn(s string) []string {
+	var out []string
+	for _, l := range lines(s)[1:] {
+		if f := strings.Fields(l); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
 func TestTopicLifecycle(t *testing.T) {
 	addr := newCluster(t)
 	out := cli(t, addr, "", "topic", "create", "demo", "-p", "3", "-c", "retention.ms=1000")
@@ -90,7 +101,7 @@ func TestTopicLifecycle(t *testing.T) {
 		t.Errorf("create printed %q", out)
 	}
 	cli(t, addr, "", "topic", "create", "other")
-	if got := lines(cli(t, addr, "", "topic", "list")); !slices.Equal(got, []string{"demo", "other"}) {
+	if got := firstColumn(cli(t, addr, "", "topic", "list")); !slices.Equal(got, []string{"demo", "other"}) {
 		t.Errorf("list = %q", got)
 	}
 
@@ -118,7 +129,7 @@ func TestTopicLifecycle(t *testing.T) {
 	}
 
 	cli(t, addr, "", "topic", "delete", "demo")
-	if got := lines(cli(t, addr, "", "topic", "list")); !slices.Equal(got, []string{"other"}) {
+	if got := firstColumn(cli(t, addr, "", "topic", "list")); !slices.Equal(got, []string{"other"}) {
 		t.Errorf("list after delete = %q", got)
 	}
 	if _, _, err := cliErr(t, addr, "", "topic", "describe", "demo"); err == nil {
@@ -135,14 +146,14 @@ func TestBootstrapFromEnvironment(t *testing.T) {
 	if err := run(ctx, []string{"topic", "list"}, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if got := lines(out.String()); !slices.Equal(got, []string{"envtopic"}) {
+	if got := firstColumn(out.String()); !slices.Equal(got, []string{"envtopic"}) {
 		t.Errorf("topic list via $VLTAVA_BOOTSTRAP = %q", got)
 	}
 }
 
 func TestProduceLinesConsumeThemBack(t *testing.T) {
 	addr := newCluster(t, "t")
-	out := cli(t, addr, "a:1\nb:2\nplain\n", "produce", "t", "-k", ":", "-H", "src=test", "--compression", "lz4")
+	out := cli(t, addr, "a:1\nb:2\n:plain\n", "produce", "t", "-k", ":", "-H", "src=test", "--compression", "lz4")
 	if !strings.HasPrefix(out, "produced 3 records (9 bytes) to t") {
 		t.Errorf("produce printed %q", out)
 	}
@@ -235,7 +246,7 @@ func TestPerfProduceThenConsume(t *testing.T) {
 		t.Errorf("perf consume printed %q", out)
 	}
 	// Asking for more records than exist gives up after the idle timeout.
-	_, _, err := cliErr(t, addr, "", "perf", "consume", "perf", "--records", "201", "--timeout", "300ms")
+	_, _, err := cliErr(t, addr, "", "perf", "consume", "perf", "--records", "201", "--idle", "300ms")
 	if err == nil || !strings.Contains(err.Error(), "consumed 200 of 201") {
 		t.Errorf("perf consume past the end: err = %v", err)
 	}
@@ -260,15 +271,16 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"nosuch"}, `unknown command "nosuch"`},
-		{[]string{"topic", "create"}, "usage error"},
-		{[]string{"topic", "create", "a", "b"}, "usage error"},
+		{[]string{"topic", "create"}, "want NAME"},
+		{[]string{"topic", "create", "a", "b"}, `want NAME, got ["a" "b"]`},
 		{[]string{"topic", "create", "a", "-c", "novalue"}, `"novalue" is not key=value`},
 		{[]string{"topic", "alter-config", "a"}, "usage error"},
 		{[]string{"produce", "t", "--acks", "2"}, `--acks "2"`},
 		{[]string{"produce", "t", "--compression", "brotli"}, `--compression "brotli"`},
 		{[]string{"consume", "t", "--format", "%q"}, "unknown placeholder %q"},
 		{[]string{"consume", "t", "--from", "@x"}, `--from "@x"`},
-		{[]string{"consume", "t", "--from", "-3"}, `--from "-3"`},
+		{[]string{"consume", "t", "--from", "-x"}, `--from "-x"`},
+		{[]string{"consume", "t", "--reset", "sometimes"}, `--reset "sometimes"`},
 		{[]string{"perf", "produce", "t", "--records", "0"}, "--records"},
 	} {
 		_, _, err := cliErr(t, "127.0.0.1:1", "", tc.args...)
@@ -305,5 +317,62 @@ func TestParseFormat(t *testing.T) {
 		if _, err := parseFormat(bad); err == nil {
 			t.Errorf("parseFormat(%q) accepted", bad)
 		}
+	}
+}
+
+// TestConsumeStopsWhenTopicDeleted: a running consume ends with "topic
+// deleted" when its topic is deleted, instead of waiting for ever.
+func TestConsumeStopsWhenTopicDeleted(t *testing.T) {
+	addr := newCluster(t, "doomed")
+	cli(t, addr, "a\nb\n", "produce", "doomed")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-b", addr, "consume", "doomed"}, strings.NewReader(""), &out, &errOut)
+	}()
+	// Wait until it printed what is there, then delete the topic under it.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("consume ended before the delete: %v", err)
+		default:
+		}
+		if strings.Count(cli(t, addr, "", "consume", "doomed", "--until-end"), "\n") == 2 {
+			break
+		}
+	}
+	cli(t, addr, "", "topic", "delete", "doomed")
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "doomed: topic deleted") {
+			t.Errorf("consume ended with %v, want doomed: topic deleted", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("consume still running 30s after its topic was deleted")
+	}
+}
+
+// TestPerfConsumeRateExcludesIdleWait: a run that ends by waiting in vain
+// for more records ends its figures at the last record.
+func TestPerfConsumeRateExcludesIdleWait(t *testing.T) {
+	addr := newCluster(t, "short")
+	cli(t, addr, "", "perf", "produce", "short", "--records", "100", "--record-size", "10", "--acks", "1")
+	out, _, err := cliErr(t, addr, "", "perf", "consume", "short", "--records", "101", "--idle", "3s", "--json")
+	if err == nil || !strings.Contains(err.Error(), "consumed 100 of 101") {
+		t.Fatalf("err = %v", err)
+	}
+	var r struct {
+		Records int64
+		Seconds float64
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	// The run itself waited 3s for a record that never came; the figures
+	// must not include that wait.
+	if r.Records != 100 || r.Seconds >= 3 {
+		t.Errorf("figures %+v: want 100 records over less than the 3s idle wait", r)
 	}
 }

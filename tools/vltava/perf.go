@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vltava/vltava/tools/internal/perfstat"
 )
@@ -78,7 +79,10 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 	var pf producerFlags
 	pf.register(f)
 	records := f.Int("records", 100000, "records to produce")
-	size := f.Int("record-size", 1024, "value size in bytes")
+	size := f.Int("record-size", 1024, "value size in bytes (of the random payloads)")
+	payloadFile := f.String("payload-file", "", "take each record's value at random from the payloads in `FILE` "+
+		"(split at --payload-delimiter) instead of random letters")
+	payloadDelim := f.String("payload-delimiter", `\n`, "what separates the payloads in --payload-file")
 	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
 	prof := f.String("cpuprofile", "", "write this client's CPU profile to `FILE`")
 	pos, err := f.parse(args, 1, 1)
@@ -86,14 +90,18 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 		return err
 	}
 	if *records <= 0 || *size < 0 {
-		return fmt.Errorf("--records must be positive and --record-size not negative")
+		return usagef("--records must be positive and --record-size not negative")
+	}
+	payloads, err := newPayloads(*size, *payloadFile, *payloadDelim)
+	if err != nil {
+		return err
 	}
 	stopProf, err := startCPUProfile(*prof)
 	if err != nil {
 		return err
 	}
 	defer stopProf()
-	opts, err := pf.opts()
+	opts, err := pf.opts(e)
 	if err != nil {
 		return err
 	}
@@ -104,7 +112,6 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 	defer cl.Close()
 
 	out := newPerfOutput(e, *asJSON)
-	value := fillValue(make([]byte, *size), 0) // shared: records never modify it
 	m := perfstat.NewMeter(time.Now(), true)
 	stop := out.reportEvery(m)
 	var (
@@ -113,7 +120,7 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 	)
 	for i := 0; i < *records && ctx.Err() == nil; i++ {
 		start := time.Now()
-		cl.Produce(ctx, pf.record(pos[0], nil, value), func(r *kgo.Record, err error) {
+		cl.Produce(ctx, pf.record(pos[0], nil, payloads.next()), func(r *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
 				firstErr = cmpErr(firstErr, err)
@@ -150,7 +157,7 @@ func cmpErr(first, err error) error {
 func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 	f := newFlags(e, c)
 	records := f.Int("records", 100000, "records to consume from the start of the topic")
-	idle := f.Duration("timeout", 10*time.Second, "give up after this long without a record")
+	idle := f.Duration("idle", 10*time.Second, "give up after this long without a record (the figures end at the last record)")
 	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
 	raw := f.Bool("raw", false, "send Fetch requests and count records from batch headers without decoding them "+
 		"(what the brokers serve, not what one consumer decodes); bytes are whole batches")
@@ -160,13 +167,18 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 		return err
 	}
 	if *records <= 0 {
-		return fmt.Errorf("--records must be positive")
+		return usagef("--records must be positive")
 	}
 	stopProf, err := startCPUProfile(*prof)
 	if err != nil {
 		return err
 	}
 	defer stopProf()
+	if err := e.admin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+		return topicExists(ctx, adm, pos[0])
+	}); err != nil {
+		return err
+	}
 	var opts []kgo.Opt
 	if !*raw {
 		opts = append(opts, kgo.ConsumeTopics(pos[0]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -189,7 +201,11 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 	}
 	got, err := count(ctx, cl, m, int64(*records), *idle)
 	stop()
-	if serr := out.summary(kind, m.Total(time.Now())); serr != nil {
+	end := time.Now()
+	if last := m.LastAdd(); err != nil && !last.IsZero() {
+		end = last // the idle wait at the end is no part of the rate
+	}
+	if serr := out.summary(kind, m.Total(end)); serr != nil {
 		return serr
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -35,11 +36,13 @@ func (p *producerFlags) register(f *cmdFlags) {
 	f.IntVar(&p.partition, "partition", -1, "produce to this partition only (-1: the default partitioner)")
 }
 
-// opts converts the flags into client options.
-func (p *producerFlags) opts() ([]kgo.Opt, error) {
+// opts converts the flags into client options. A record not acknowledged
+// within --timeout fails (Kafka's delivery.timeout.ms), so an unreachable
+// broker gives an error instead of a hang.
+func (p *producerFlags) opts(e *env) ([]kgo.Opt, error) {
 	// Like the Java producer and kcat, producing to a missing topic asks
 	// the broker to create it (if auto.create.topics.enable allows).
-	opts := []kgo.Opt{kgo.AllowAutoTopicCreation()}
+	opts := []kgo.Opt{kgo.AllowAutoTopicCreation(), kgo.RecordDeliveryTimeout(e.timeout)}
 	switch p.acks {
 	case "all", "-1":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -73,7 +76,8 @@ func produceCmd(ctx context.Context, e *env, c *command, args []string) error {
 	f := newFlags(e, c)
 	var pf producerFlags
 	pf.register(f)
-	keySep := f.String("k", "", "split each line at the first occurrence of this separator into key and value")
+	keySep := f.String("k", "", "split each line at the first occurrence of this `SEPARATOR` into key and value; "+
+		"a line without it is an error (an empty key before it is an empty key, not a null one)")
 	var hdrs listFlag
 	f.Var(&hdrs, "H", "header key=value added to every record (repeatable)")
 	n := f.Int("n", 0, "produce N generated records instead of reading stdin")
@@ -86,7 +90,7 @@ func produceCmd(ctx context.Context, e *env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts, err := pf.opts()
+	opts, err := pf.opts(e)
 	if err != nil {
 		return err
 	}
@@ -105,6 +109,10 @@ func produceCmd(ctx context.Context, e *env, c *command, args []string) error {
 	for {
 		key, value, ok, err := next()
 		if err != nil {
+			// Report what was produced before the bad line, then the line.
+			if ferr := p.finish(e.stdout, topic); ferr != nil {
+				return errors.Join(err, ferr)
+			}
 			return err
 		}
 		if !ok {
@@ -167,6 +175,7 @@ type source func() (key, value []byte, ok bool, err error)
 func lineSource(r io.Reader, keySep string) source {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
+	lineNo := 0
 	return func() ([]byte, []byte, bool, error) {
 		if !sc.Scan() {
 			if err := sc.Err(); err != nil {
@@ -174,11 +183,14 @@ func lineSource(r io.Reader, keySep string) source {
 			}
 			return nil, nil, false, nil
 		}
+		lineNo++
 		line := sc.Text()
 		if keySep != "" {
-			if k, v, found := strings.Cut(line, keySep); found {
-				return []byte(k), []byte(v), true, nil
+			k, v, found := strings.Cut(line, keySep)
+			if !found {
+				return nil, nil, false, fmt.Errorf("line %d has no key separator %q (-k): %.40q", lineNo, keySep, line)
 			}
+			return []byte(k), []byte(v), true, nil
 		}
 		return nil, []byte(line), true, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -68,7 +67,11 @@ func quotaList(ctx context.Context, e *env, c *command, args []string) error {
 	f := newFlags(e, c)
 	var ef entityFlags
 	ef.register(f)
+	output := outputFlag(f)
 	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
 		return err
 	}
 	var filter []kadm.DescribeClientQuotaComponent
@@ -93,8 +96,7 @@ func quotaList(ctx context.Context, e *env, c *command, args []string) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "USER\tCLIENT-ID\tQUOTA\tVALUE")
+		t := newTable("USER", "CLIENT-ID", "QUOTA", "VALUE")
 		for _, q := range qs {
 			user, client := "-", "-"
 			for _, comp := range q.Entity {
@@ -110,10 +112,10 @@ func quotaList(ctx context.Context, e *env, c *command, args []string) error {
 				}
 			}
 			for _, v := range q.Values {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", user, client, v.Key, strconv.FormatFloat(v.Value, 'f', -1, 64))
+				t.add(user, client, v.Key, v.Value)
 			}
 		}
-		return tw.Flush()
+		return t.write(e.stdout, *output)
 	})
 }
 

@@ -15,6 +15,9 @@ func TestQuotaSetListRemove(t *testing.T) {
 			t.Errorf("quota list lacks %q:\n%s", want, out)
 		}
 	}
+	if out := cli(t, addr, "", "quota", "list", "-o", "json"); !strings.Contains(out, `"client_id":"etl"`) || !strings.Contains(out, `"value":5000000`) {
+		t.Errorf("quota list -o json:\n%s", out)
+	}
 	out = cli(t, addr, "", "quota", "list", "--client-id", "etl")
 	if strings.Contains(out, "request_percentage") || !strings.Contains(out, "etl") {
 		t.Errorf("quota list --client-id etl:\n%s", out)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -40,6 +41,16 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 	default:
 		lvl = slog.LevelError
 	}
+	switch {
+	case lvl >= slog.LevelWarn && argContains(args, "use of closed network connection"):
+		// The transport's accept and read loops end with "use of closed
+		// network connection" on every clean shutdown: no news.
+		lvl = slog.LevelDebug
+	case lvl == slog.LevelError && argContains(args, "connection refused"):
+		// A peer that is down (stopped, restarting, killed): worth a
+		// warning, and hashicorp/raft repeats it with a backoff.
+		lvl = slog.LevelWarn
+	}
 	ctx := context.Background()
 	if !s.log.Enabled(ctx, lvl) {
 		return
@@ -49,4 +60,22 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 		attrs = append(attrs, fmt.Sprint(args[i]), args[i+1])
 	}
 	s.log.Log(ctx, lvl, "hashicorp/raft: "+msg, attrs...)
+}
+
+// argContains reports whether one of a raft log line's values (an error
+// or a string) contains text.
+func argContains(args []any, text string) bool {
+	for i := 1; i < len(args); i += 2 {
+		switch v := args[i].(type) {
+		case error:
+			if strings.Contains(v.Error(), text) {
+				return true
+			}
+		case string:
+			if strings.Contains(v, text) {
+				return true
+			}
+		}
+	}
+	return false
 }

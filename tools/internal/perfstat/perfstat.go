@@ -144,6 +144,7 @@ type Meter struct {
 	tickRecords, tickBytes int64
 	total, tick            Histogram
 	withLatency            bool
+	lastAdd                time.Time // when Add last counted records
 }
 
 // NewMeter starts a meter at now; withLatency adds latency figures to its
@@ -158,9 +159,20 @@ func (m *Meter) Add(records, bytes int64, latency time.Duration) {
 	defer m.mu.Unlock()
 	m.records += records
 	m.bytes += bytes
+	if records > 0 {
+		m.lastAdd = time.Now()
+	}
 	if m.withLatency {
 		m.tick.Record(latency)
 	}
+}
+
+// LastAdd is when Add last counted records (zero if never): a run that
+// ends by waiting in vain should end its figures there, not after the wait.
+func (m *Meter) LastAdd() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastAdd
 }
 
 // Records is the number of records counted so far.

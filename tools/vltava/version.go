@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// versionLine is "NAME MODULE-VERSION (commit REV[, modified]) GO-VERSION"
+// from the build information the Go linker records.
+func versionLine(name string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return name + " (no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev == "" {
+		rev = "unknown"
+	}
+	return fmt.Sprintf("%s %s %s (commit %s%s) %s", name, bi.Main.Path, v, rev, modified, bi.GoVersion)
+}

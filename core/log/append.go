@@ -40,19 +40,32 @@ type pendingBatch struct {
 // record.ErrCorrupt or record.ErrShort.
 func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	res, next, wait, err := l.appendLocked(records, opts)
+	l.appendMu.Unlock()
+	if err != nil || !wait {
+		return res, err
+	}
+	// flush.messages=1: acknowledge only once durable (group commit).
+	return res, l.awaitDurable(next)
+}
+
+// appendLocked is Append under appendMu. wait says the append (or the
+// original of a duplicate) must be made durable up to next before it is
+// acknowledged. REQUIRES: l.appendMu.
+func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult, next int64, wait bool, err error) {
 	l.mu.RLock()
-	closed, failed, cfg, start, end := l.closed, l.failed, l.cfg, l.start, l.end
+	closed, failed, cfg, start, end := l.closed, l.failed, l.cfg, l.start, l.written
+	published := l.end
 	l.mu.RUnlock()
 	if closed {
-		return AppendResult{}, ErrClosed
+		return AppendResult{}, 0, false, ErrClosed
 	}
 	if failed != nil {
-		return AppendResult{}, failed
+		return AppendResult{}, 0, false, failed
 	}
 	batches, err := splitBatches(records, !opts.CRCChecked)
 	if err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, 0, false, err
 	}
 	if start > l.prunedAt {
 		l.producers.prune(start)
@@ -61,30 +74,48 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 	pending, dup, err := l.checkProducers(batches, end)
 	if err != nil || dup != nil {
 		if dup != nil {
-			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1, LogStartOffset: start, Duplicate: true}, nil
+			res := AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1, LogStartOffset: start, Duplicate: true}
+			// The original may still await its fsync.
+			return res, dup.lastOffset + 1, dup.lastOffset >= published, nil
 		}
-		return AppendResult{}, err
+		return AppendResult{}, 0, false, err
 	}
 	next, maxTs := stampBatches(records, batches, end, opts)
 	if opts.LeaderEpoch >= 0 {
 		// The cache entry is durable before the data: a crash never
 		// leaves batches of an epoch the checkpoint lacks.
 		if err := l.epochs.assign(opts.LeaderEpoch, end); err != nil {
-			return AppendResult{}, err
+			return AppendResult{}, 0, false, err
 		}
 	}
 	if err := l.writeLocked(records, batches, cfg, next, maxTs); err != nil {
 		l.undoEpochs(end)
-		return AppendResult{}, err
+		return AppendResult{}, 0, false, err
 	}
 	for id, p := range pending {
 		l.producers[id] = p
 	}
-	res := AppendResult{BaseOffset: end, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: start}
+	res = AppendResult{BaseOffset: end, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: start}
 	if opts.LogAppendTime > 0 {
 		res.LogAppendTime = opts.LogAppendTime
 	}
-	return res, l.publishLocked(end, next, cfg)
+	wait, err = l.finishWriteLocked(end, next, cfg)
+	return res, next, wait, err
+}
+
+// finishWriteLocked ends an append that wrote [end, next): with
+// flush.messages=1 (or while earlier appends await their fsync) it records
+// it as written and the caller waits for durability; otherwise it
+// publishes at once. REQUIRES: l.appendMu.
+func (l *Log) finishWriteLocked(end, next int64, cfg Config) (wait bool, err error) {
+	l.mu.RLock()
+	pending := l.written > l.end
+	l.mu.RUnlock()
+	if cfg.FlushMessages == 1 || pending {
+		l.noteWrittenLocked(next, next-end, l.lastWrite.after(next))
+		return true, nil
+	}
+	return false, l.publishLocked(end, next, cfg)
 }
 
 // publishLocked makes an append that ended at next visible: the log end
@@ -112,6 +143,9 @@ func (l *Log) publishLocked(end, next int64, cfg Config) error {
 	}
 	l.end = next
 	l.appended = appended
+	l.written, l.writtenAppended = next, appended
+	l.publishedPos = l.lastWrite.after(next)
+	l.writtenPos = l.publishedPos
 	if syncNow {
 		l.markSyncedLocked(next, appended)
 	} else if l.unflushedSince == 0 {
@@ -238,7 +272,7 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	}
 	defer f.release()
 	pos := m.size
-	l.lastWrite = writtenAt{seg, pos}
+	l.lastWrite = writtenAt{seg, pos, int64(len(records))}
 	if _, err := f.f.WriteAt(records, pos); err != nil {
 		f.f.Truncate(pos) // drop a partial write; readers never saw it
 		return l.fail("append", err)
@@ -256,6 +290,12 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 type writtenAt struct {
 	seg *segment
 	pos int64
+	n   int64 // bytes written there
+}
+
+// after is the position just past the write (next unused).
+func (w writtenAt) after(next int64) writtenAt {
+	return writtenAt{seg: w.seg, pos: w.pos + w.n}
 }
 
 // unwriteLocked cuts the bytes of the last write, which was never
@@ -310,7 +350,7 @@ func (l *Log) rollLocked() error {
 		return err
 	}
 	l.mu.RLock()
-	end, old, interval := l.end, l.segs[len(l.segs)-1], int64(l.cfg.IndexIntervalBytes)
+	end, old, interval := l.written, l.segs[len(l.segs)-1], int64(l.cfg.IndexIntervalBytes)
 	l.mu.RUnlock()
 	if old.meta.size == 0 {
 		return nil

@@ -104,25 +104,29 @@ type Log struct {
 	prunedAt  int64         // log start offset producers were last pruned at; guarded by appendMu
 	lastWrite writtenAt     // where the last append's bytes start; guarded by appendMu
 
-	mu             sync.RWMutex
-	cfg            Config
-	segs           []*segment // ascending base; last is active; replaced, never modified in place
-	start          int64      // log start offset
-	end            int64      // log end offset
-	recoveryPoint  int64      // all data and indexes below are fsynced; checkpointed
-	syncedOffset   int64      // all data below is fsynced (>= recoveryPoint)
-	appended       int64      // records appended since Open
-	synced         int64      // value of appended covered by syncedOffset
-	unflushedSince int64      // unix ms of the oldest unsynced append, 0 if none
-	lastCheckpoint time.Time
-	dirGen         int64 // bumped when segment files are created or removed
-	dirSyncedGen   int64 // dirGen at the last directory fsync
-	cleaned        int64 // cleaner checkpoint: offsets below were compacted once; -1 unknown
-	horizonDue     int64 // unix ms of the earliest delete horizon of a cleaned tombstone, 0 if none
-	changed        chan struct{}
-	closed         bool
-	marker         markerGuard // the clean-shutdown marker awaiting deletion (cleanmarker.go)
-	failed         error       // set once by fail: the log is offline (wraps ErrStorage)
+	mu              sync.RWMutex
+	cfg             Config
+	segs            []*segment // ascending base; last is active; replaced, never modified in place
+	start           int64      // log start offset
+	end             int64      // log end offset: everything below is visible
+	written         int64      // offset after the last batch written (>= end; groupcommit.go)
+	writtenAppended int64      // appended, counting written batches not yet published
+	writtenPos      writtenAt  // position after the last written batch
+	publishedPos    writtenAt  // position after the last published batch
+	recoveryPoint   int64      // all data and indexes below are fsynced; checkpointed
+	syncedOffset    int64      // all data below is fsynced (>= recoveryPoint)
+	appended        int64      // records appended since Open
+	synced          int64      // value of appended covered by syncedOffset
+	unflushedSince  int64      // unix ms of the oldest unsynced append, 0 if none
+	lastCheckpoint  time.Time
+	dirGen          int64 // bumped when segment files are created or removed
+	dirSyncedGen    int64 // dirGen at the last directory fsync
+	cleaned         int64 // cleaner checkpoint: offsets below were compacted once; -1 unknown
+	horizonDue      int64 // unix ms of the earliest delete horizon of a cleaned tombstone, 0 if none
+	changed         chan struct{}
+	closed          bool
+	marker          markerGuard // the clean-shutdown marker awaiting deletion (cleanmarker.go)
+	failed          error       // set once by fail: the log is offline (wraps ErrStorage)
 }
 
 // StartOffset returns the log start offset: the first readable offset.

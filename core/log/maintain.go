@@ -17,7 +17,9 @@ func (l *Log) Flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	end, appended, dirGen, failed := l.end, l.appended, l.dirGen, l.failed
+	// What is written by now, published or not, is what this flush makes
+	// durable (and then publishes, groupcommit.go).
+	end, appended, pos, dirGen, failed := l.written, l.writtenAppended, l.writtenPos, l.dirGen, l.failed
 	i, _ := l.segmentForLocked(l.recoveryPoint)
 	segs := l.segs[i:]
 	l.mu.RUnlock()
@@ -35,13 +37,13 @@ func (l *Log) Flush() error {
 	if err := l.syncDirIfNeeded(dirGen); err != nil {
 		return l.fail("flush", err)
 	}
+	l.publishSyncedLocked(end, appended, pos)
 	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(end), true); err != nil {
 		return l.fail("flush", err)
 	}
 	l.mu.Lock()
 	l.recoveryPoint = max(l.recoveryPoint, end)
 	l.lastCheckpoint = time.Now()
-	l.markSyncedLocked(end, appended)
 	l.checkOffsetsLocked()
 	l.mu.Unlock()
 	return nil
@@ -52,16 +54,7 @@ func (l *Log) Flush() error {
 func (l *Log) syncData() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	l.mu.RLock()
-	end, appended := l.end, l.appended
-	l.mu.RUnlock()
-	if err := l.syncDataLocked(); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	l.markSyncedLocked(end, appended)
-	l.mu.Unlock()
-	return nil
+	return l.syncWrittenLocked()
 }
 
 // syncDataLocked fsyncs every segment from the one holding the synced

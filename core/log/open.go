@@ -206,6 +206,7 @@ func (l *Log) startEmpty(start int64) error {
 	}
 	l.segs = []*segment{s}
 	l.start, l.end, l.recoveryPoint, l.syncedOffset = start, start, start, start
+	l.settleWrittenLocked(start)
 	l.dirGen++
 	return nil
 }
@@ -411,6 +412,7 @@ func (l *Log) finishLoad(startCk, rp int64, clean bool) error {
 		return l.startEmpty(start)
 	}
 	l.start, l.end = start, end
+	l.settleWrittenLocked(end)
 	if clean {
 		rp = end
 	}

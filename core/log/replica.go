@@ -26,25 +26,38 @@ var ErrUnexpectedOffset = errors.New("log: unexpected append offset")
 // from the latest. It returns the last offset appended.
 func (l *Log) AppendReplica(records []byte) (lastOffset int64, err error) {
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	next, wait, err := l.appendReplicaLocked(records)
+	l.appendMu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	if wait {
+		err = l.awaitDurable(next)
+	}
+	return next - 1, err
+}
+
+// appendReplicaLocked is AppendReplica under appendMu; wait as in
+// appendLocked. REQUIRES: l.appendMu.
+func (l *Log) appendReplicaLocked(records []byte) (next int64, wait bool, err error) {
 	l.mu.RLock()
-	closed, failed, cfg, start, end := l.closed, l.failed, l.cfg, l.start, l.end
+	closed, failed, cfg, start, end := l.closed, l.failed, l.cfg, l.start, l.written
 	l.mu.RUnlock()
 	if closed {
-		return 0, ErrClosed
+		return 0, false, ErrClosed
 	}
 	if failed != nil {
-		return 0, failed
+		return 0, false, failed
 	}
 	batches, err := splitBatches(records, true)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	next, maxTs := end, int64(-1)
 	hs := make([]record.Header, len(batches))
 	for i, b := range batches {
 		if b.h.BaseOffset < next {
-			return 0, fmt.Errorf("%w: batch at %d, expected at least %d", ErrUnexpectedOffset, b.h.BaseOffset, next)
+			return 0, false, fmt.Errorf("%w: batch at %d, expected at least %d", ErrUnexpectedOffset, b.h.BaseOffset, next)
 		}
 		next = b.h.LastOffset() + 1
 		maxTs = max(maxTs, b.h.MaxTimestamp)
@@ -55,16 +68,17 @@ func (l *Log) AppendReplica(records []byte) (lastOffset int64, err error) {
 		l.prunedAt = start
 	}
 	if err := l.epochs.assignHeaders(hs); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := l.writeLocked(records, batches, cfg, next, maxTs); err != nil {
 		l.undoEpochs(end)
-		return 0, err
+		return 0, false, err
 	}
 	for _, h := range hs {
 		l.producers.apply(h)
 	}
-	return next - 1, l.publishLocked(end, next, cfg)
+	wait, err = l.finishWriteLocked(end, next, cfg)
+	return next, wait, err
 }
 
 // TruncateFullyAndStartAt deletes every segment, the producer state and

@@ -23,7 +23,11 @@ func (l *Log) Truncate(offset int64) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
-	closed, failed, start, end, segs := l.closed, l.failed, l.start, l.end, l.segs
+	// Appends written but awaiting their fsync (groupcommit.go) were never
+	// visible nor acknowledged: a truncation drops them whole, and their
+	// waiters fail with errAppendLost.
+	closed, failed, start, end, segs := l.closed, l.failed, l.start, l.written, l.segs
+	published := l.end
 	interval := int64(l.cfg.IndexIntervalBytes)
 	l.mu.RUnlock()
 	if closed {
@@ -43,6 +47,7 @@ func (l *Log) Truncate(offset int64) error {
 		// last fetched epoch forever (Kafka's truncateTo drops it too).
 		return l.epochs.truncateFromEnd(offset)
 	}
+	offset = min(offset, published)
 	if err := l.dropCleanMarker(); err != nil {
 		return err
 	}
@@ -173,6 +178,7 @@ func (l *Log) cutSegment(seg *segment, size, interval int64) (segMeta, error) {
 // resetOffsetsLocked lowers the durability marks after a truncation to end.
 // REQUIRES: l.mu.
 func (l *Log) resetOffsetsLocked(end int64) {
+	l.settleWrittenLocked(end)
 	l.recoveryPoint = min(l.recoveryPoint, end)
 	l.syncedOffset = min(l.syncedOffset, end)
 	l.cleaned = min(l.cleaned, end)

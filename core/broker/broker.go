@@ -77,6 +77,10 @@ type Broker struct {
 	groups    *groupHost // the group coordinator; set in start
 	quotas    *quota.Manager
 
+	// isrShrinks and isrExpands count this broker's committed ISR
+	// changes as leader (monitoring, stats.go).
+	isrShrinks, isrExpands atomic.Int64
+
 	clients     *clients.Registry
 	clientConns sync.Map // connection ID → *clients.Conn
 

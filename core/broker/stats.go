@@ -99,3 +99,9 @@ func (b *Broker) LogDirs() []string { return config.SplitList(b.cfg.LogDirs) }
 // QuotaSensors returns the measured rate and total throttle of every
 // client quota entity active recently.
 func (b *Broker) QuotaSensors() []quota.Throttled { return b.quotas.Sensors(time.Now()) }
+
+// ISRChanges returns how many times this broker, as leader, shrank and
+// expanded a partition's ISR since it started.
+func (b *Broker) ISRChanges() (shrinks, expands int64) {
+	return b.isrShrinks.Load(), b.isrExpands.Load()
+}

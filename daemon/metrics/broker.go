@@ -62,6 +62,10 @@ var (
 		"Record bytes sent to consumers from the topic's partitions led here.", []string{"topic"}, nil)
 	topicReplBytesOut = prometheus.NewDesc("vltava_topic_replication_bytes_out_total",
 		"Record bytes sent to followers from the topic's partitions led here.", []string{"topic"}, nil)
+	isrShrinks = prometheus.NewDesc("vltava_isr_shrinks_total",
+		"ISR shrinks this broker committed as a partition's leader.", nil, nil)
+	isrExpands = prometheus.NewDesc("vltava_isr_expands_total",
+		"ISR expansions this broker committed as a partition's leader.", nil, nil)
 	quotaRate = prometheus.NewDesc("vltava_quota_rate",
 		"Measured rate of a client quota entity (bytes/s, or percent for request_percentage).", []string{"kind", "user", "client_id"}, nil)
 	quotaThrottle = prometheus.NewDesc("vltava_quota_throttle_seconds_total",
@@ -118,7 +122,7 @@ func (c *BrokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{brokerInfo, controllerActive, connections, connectionsAccepted,
 		sendfileBytes, copiedBytes, partitionsLed, partitionReplicas, underReplicated, underMinISR, offline,
 		logSize, logSegments, logStart, logEnd, highWatermark, dirCapacity, dirFree,
-		topicBytesIn, topicRecordsIn, topicBytesOut, topicReplBytesOut, quotaRate, quotaThrottle,
+		topicBytesIn, topicRecordsIn, topicBytesOut, topicReplBytesOut, quotaRate, quotaThrottle, isrShrinks, isrExpands,
 		groupLag, groupLagTotal, groupMembers} {
 		ch <- d
 	}
@@ -139,6 +143,9 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(brokerInfo, 1, strconv.Itoa(int(b.NodeID())))
 	controller := b.IsController()
 	gauge(controllerActive, boolValue(controller))
+	shrinks, expands := b.ISRChanges()
+	counter(isrShrinks, float64(shrinks))
+	counter(isrExpands, float64(expands))
 	st := b.Stats()
 	gauge(connections, float64(st.Conns))
 	counter(connectionsAccepted, float64(st.Accepted))

@@ -1,0 +1,159 @@
+// Package etcdtest starts real etcd servers (Debian package etcd-server)
+// for tests: one member or a cluster of several, on loopback ports chosen
+// at run time, data in the test's temp dir, killed (process group,
+// SIGKILL) when the test ends. Tests skip when the etcd binary is
+// missing.
+package etcdtest
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vltava/vltava/plugins/metastore/internal/servertest"
+)
+
+// Binary finds the etcd server: $VLTAVA_ETCD, else etcd on PATH.
+func Binary() (string, error) {
+	if p := os.Getenv("VLTAVA_ETCD"); p != "" {
+		return p, nil
+	}
+	return exec.LookPath("etcd")
+}
+
+// SkipIfMissing skips the test when no etcd binary is installed.
+func SkipIfMissing(t testing.TB) string {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Skip("etcd not installed (Debian package etcd-server): ", err)
+	}
+	return bin
+}
+
+// Cluster is a running etcd cluster.
+type Cluster struct {
+	t       testing.TB
+	bin     string
+	Members []*Member
+}
+
+// Member is one etcd server.
+type Member struct {
+	Name       string
+	ClientURL  string // http://127.0.0.1:port
+	peerURL    string
+	dir        string
+	args       []string
+	proc       *servertest.Proc
+	clientPort int
+}
+
+// Start starts an n-member cluster and waits until every member answers
+// its health check.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	bin := SkipIfMissing(t)
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // a reserved port may be taken meanwhile
+		c, err := start(t, bin, n)
+		if err == nil {
+			return c
+		}
+		lastErr = err
+	}
+	t.Fatalf("etcdtest: %v", lastErr)
+	return nil
+}
+
+func start(t testing.TB, bin string, n int) (*Cluster, error) {
+	ports := servertest.FreePorts(t, 2*n)
+	c := &Cluster{t: t, bin: bin}
+	var initial []string
+	for i := range n {
+		m := &Member{
+			Name:       fmt.Sprintf("m%d", i+1),
+			ClientURL:  fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			peerURL:    fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			dir:        t.TempDir(),
+			clientPort: ports[2*i],
+		}
+		initial = append(initial, m.Name+"="+m.peerURL)
+		c.Members = append(c.Members, m)
+	}
+	token := fmt.Sprintf("vltava-test-%d", time.Now().UnixNano())
+	for _, m := range c.Members {
+		m.args = []string{
+			"--name", m.Name,
+			"--data-dir", filepath.Join(m.dir, "data"),
+			"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
+			"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
+			"--initial-cluster", strings.Join(initial, ","),
+			"--initial-cluster-state", "new", "--initial-cluster-token", token,
+			"--heartbeat-interval", "100", "--election-timeout", "1000",
+			"--logger", "zap", "--log-level", "warn",
+		}
+		m.proc = servertest.Start(t, m.dir, bin, m.args...)
+	}
+	for _, m := range c.Members {
+		if err := m.proc.WaitFor(30*time.Second, m.health); err != nil {
+			for _, m := range c.Members {
+				m.proc.Kill()
+			}
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (m *Member) health() error {
+	cl := http.Client{Timeout: time.Second}
+	resp, err := cl.Get(m.ClientURL + "/health")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: %s", resp.Status)
+	}
+	return nil
+}
+
+// Endpoints is the client address list, "127.0.0.1:p1,127.0.0.1:p2".
+func (c *Cluster) Endpoints() string {
+	var eps []string
+	for _, m := range c.Members {
+		eps = append(eps, strings.TrimPrefix(m.ClientURL, "http://"))
+	}
+	return strings.Join(eps, ",")
+}
+
+// Kill kill -9s member i.
+func (c *Cluster) Kill(i int) { c.Members[i].proc.Kill() }
+
+// Restart starts a killed member i again on its data directory.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	m := c.Members[i]
+	m.proc.Kill()
+	m.args = replaceArg(m.args, "--initial-cluster-state", "existing")
+	m.proc = servertest.Start(c.t, m.dir, c.bin, m.args...)
+	if err := m.proc.WaitFor(30*time.Second, m.health); err != nil {
+		c.t.Fatalf("etcdtest: restart %s: %v", m.Name, err)
+	}
+}
+
+func replaceArg(args []string, flag, value string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == flag {
+			out[i+1] = value
+		}
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+// Package zktest starts real ZooKeeper servers (Debian package zookeeper,
+// run with java) for tests: a standalone server or an ensemble, on
+// loopback ports chosen at run time, each with a generated zoo.cfg and
+// data directory in the test's temp dir, killed (process group, SIGKILL)
+// when the test ends. Tests skip when java or the ZooKeeper jar is
+// missing.
+package zktest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vltava/vltava/plugins/metastore/internal/servertest"
+)
+
+// DefaultJar is where Debian's zookeeper package installs the server.
+const DefaultJar = "/usr/share/java/zookeeper.jar"
+
+// slf4jSimple is Debian's libslf4j-java binding (a dependency of the
+// zookeeper package): server logs go to the process output.
+const slf4jSimple = "/usr/share/java/slf4j-simple.jar"
+
+// Binary returns java and the server jar ($VLTAVA_ZOOKEEPER_JAR, else
+// Debian's).
+func Binary() (java, jar string, err error) {
+	java, err = exec.LookPath("java")
+	if err != nil {
+		return "", "", err
+	}
+	jar = os.Getenv("VLTAVA_ZOOKEEPER_JAR")
+	if jar == "" {
+		jar = DefaultJar
+	}
+	if _, err := os.Stat(jar); err != nil {
+		return "", "", err
+	}
+	return java, jar, nil
+}
+
+// SkipIfMissing skips the test when ZooKeeper cannot run here.
+func SkipIfMissing(t testing.TB) {
+	t.Helper()
+	if _, _, err := Binary(); err != nil {
+		t.Skip("ZooKeeper not installed (Debian package zookeeper): ", err)
+	}
+}
+
+// Ensemble is a running ZooKeeper ensemble (one server is standalone).
+type Ensemble struct {
+	t       testing.TB
+	java    string
+	jar     string
+	Servers []*Server
+}
+
+// Server is one ZooKeeper server.
+type Server struct {
+	ID         int
+	ClientAddr string // 127.0.0.1:port
+	dir        string
+	proc       *servertest.Proc
+}
+
+// Start starts n servers and waits until each serves requests.
+func Start(t testing.TB, n int) *Ensemble {
+	t.Helper()
+	java, jar, err := Binary()
+	if err != nil {
+		t.Skip("ZooKeeper not installed (Debian package zookeeper): ", err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // a reserved port may be taken meanwhile
+		e, err := start(t, java, jar, n)
+		if err == nil {
+			return e
+		}
+		lastErr = err
+	}
+	t.Fatalf("zktest: %v", lastErr)
+	return nil
+}
+
+func start(t testing.TB, java, jar string, n int) (*Ensemble, error) {
+	ports := servertest.FreePorts(t, 3*n)
+	e := &Ensemble{t: t, java: java, jar: jar}
+	var quorum []string
+	for i := range n {
+		s := &Server{ID: i + 1, ClientAddr: fmt.Sprintf("127.0.0.1:%d", ports[3*i]), dir: t.TempDir()}
+		e.Servers = append(e.Servers, s)
+		quorum = append(quorum, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", s.ID, ports[3*i+1], ports[3*i+2]))
+	}
+	for i, s := range e.Servers {
+		cfg := []string{
+			"tickTime=100",
+			"initLimit=100",
+			"syncLimit=50",
+			"dataDir=" + filepath.Join(s.dir, "data"),
+			fmt.Sprintf("clientPort=%d", ports[3*i]),
+			"clientPortAddress=127.0.0.1",
+			"admin.enableServer=false",
+			"minSessionTimeout=200",
+			"maxSessionTimeout=60000",
+			"4lw.commands.whitelist=ruok,srvr",
+			"autopurge.purgeInterval=0",
+		}
+		if n > 1 {
+			cfg = append(cfg, quorum...)
+		}
+		if err := os.MkdirAll(filepath.Join(s.dir, "data"), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(s.dir, "data", "myid"), fmt.Appendf(nil, "%d\n", s.ID), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		e.launch(s)
+	}
+	for _, s := range e.Servers {
+		if err := s.proc.WaitFor(60*time.Second, s.serving); err != nil {
+			for _, s := range e.Servers {
+				s.proc.Kill()
+			}
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *Ensemble) launch(s *Server) {
+	cp := e.jar
+	if _, err := os.Stat(slf4jSimple); err == nil {
+		cp += ":" + slf4jSimple
+	}
+	s.proc = servertest.Start(e.t, s.dir, e.java,
+		"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.log.dir="+s.dir, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.dir, "zoo.cfg"))
+}
+
+// serving asks the four-letter word srvr: a server that is up but not in
+// a quorum answers without a Mode line.
+func (s *Server) serving() error {
+	c, err := net.DialTimeout("tcp", s.ClientAddr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "Mode: ") {
+			return nil
+		}
+	}
+	return fmt.Errorf("server %d not serving yet", s.ID)
+}
+
+// Connect is the connect string "127.0.0.1:p1,127.0.0.1:p2,..." (no
+// chroot).
+func (e *Ensemble) Connect() string {
+	var addrs []string
+	for _, s := range e.Servers {
+		addrs = append(addrs, s.ClientAddr)
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Kill kill -9s server i.
+func (e *Ensemble) Kill(i int) { e.Servers[i].proc.Kill() }
+
+// Restart starts a killed server i again on its data directory and waits
+// until it serves.
+func (e *Ensemble) Restart(i int) {
+	e.t.Helper()
+	s := e.Servers[i]
+	s.proc.Kill()
+	e.launch(s)
+	if err := s.proc.WaitFor(60*time.Second, s.serving); err != nil {
+		e.t.Fatalf("zktest: restart server %d: %v", s.ID, err)
+	}
+}

@@ -132,7 +132,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		want       []string // substrings of the error
 	}{
 		{"a.yaml", "num.partitions: 2\nnum.partitons: 3\n", []string{`"num.partitons"`}},
-		{"a.properties", "zookeeper.connect=localhost:2181\n", []string{`"zookeeper.connect"`}},
+		{"a.properties", "zookeeper.conect=localhost:2181\n", []string{`"zookeeper.conect"`}},
 		{"a.yaml", "log:\n  segment.byte: 10\n", []string{`"log.segment.byte"`}},
 		{"a.yaml", "num.partitions: many\n", []string{"num.partitions", "many"}},
 		{"a.properties", "auto.create.topics.enable=maybe\n", []string{"auto.create.topics.enable", "maybe"}},

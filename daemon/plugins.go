@@ -122,6 +122,9 @@ func pluginSpecs(cfg config.Broker) ([]host.Spec, error) {
 	if cfg.ControllerQuorumVoters != "" && storeName == "local" {
 		storeName = "raft" // a quorum means a cluster: the replicated store
 	}
+	if cfg.ZookeeperConnect != "" && storeName == "local" {
+		storeName = "zookeeper" // as Kafka: zookeeper.connect names the store
+	}
 	if roles, err := cfg.Roles(); err == nil && !roles.Controller && storeName != "raft" {
 		return nil, errors.New("process.roles broker: the metadata quorum's voters are required (controller.quorum.voters, --quorum-voters)")
 	}
@@ -291,4 +294,16 @@ func zookeeperStoreConfig(cfg config.Broker, conf map[string]any) map[string]any
 		conf["session.timeout"] = (time.Duration(ms) * time.Millisecond).String()
 	}
 	return conf
+}
+
+// sharedStore reports whether the config selects a metadata store kept
+// outside the brokers, which several brokers share as one cluster.
+func sharedStore(cfg config.Broker) bool {
+	switch strings.TrimSpace(cfg.MetadataStore) {
+	case "zookeeper", "etcd":
+		return true
+	case "local":
+		return cfg.ZookeeperConnect != "" && cfg.ControllerQuorumVoters == ""
+	}
+	return false
 }

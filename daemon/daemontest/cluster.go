@@ -46,6 +46,10 @@ type ClusterOptions struct {
 	Brokers         int
 	Controllers     int
 	NonVoterBrokers bool
+	// ExternalStore leaves out --quorum-listen and --quorum-voters: the
+	// brokers share a metadata store outside the cluster (ZooKeeper,
+	// etcd), which args configure. It excludes Controllers.
+	ExternalStore bool
 }
 
 // StartClusterWith starts the cluster o describes, every process at once,
@@ -59,6 +63,9 @@ func StartClusterWith(t testing.TB, bin string, o ClusterOptions, args ...string
 		if flagValue(args, f) != "" {
 			t.Fatalf("daemontest.StartCluster sets --%s itself; drop it from %q", f, args)
 		}
+	}
+	if o.ExternalStore && (o.Controllers > 0 || o.NonVoterBrokers) {
+		t.Fatal("daemontest.StartClusterWith: an external store has no controllers or non-voters")
 	}
 	if o.NonVoterBrokers && o.Controllers == 0 {
 		t.Fatal("daemontest.StartClusterWith: non-voter brokers need controllers")
@@ -79,6 +86,9 @@ func StartClusterWith(t testing.TB, bin string, o ClusterOptions, args ...string
 		p.logPath = filepath.Join(t.TempDir(), fmt.Sprintf("vltavad-%d.log", i+1))
 		common := []string{"--node-id", strconv.Itoa(i + 1), "--data-dir", p.dataDir,
 			"--quorum-listen", quorum[i], "--quorum-voters", c.voters}
+		if o.ExternalStore {
+			common = common[:4]
+		}
 		switch {
 		case i >= o.Brokers: // ready when its quorum port accepts
 			p.addr = quorum[i]

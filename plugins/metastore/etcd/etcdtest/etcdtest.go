@@ -6,6 +6,7 @@
 package etcdtest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/vltava/vltava/plugins/metastore/internal/servertest"
 )
@@ -156,4 +160,25 @@ func replaceArg(args []string, flag, value string) []string {
 		}
 	}
 	return out
+}
+
+// Leader returns the index of the member that leads, or -1.
+func (c *Cluster) Leader() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, m := range c.Members {
+		if m.proc.Exited() {
+			continue
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			continue
+		}
+		st, err := cli.Status(ctx, m.ClientURL)
+		cli.Close()
+		if err == nil && st.Leader == st.Header.MemberId {
+			return i
+		}
+	}
+	return -1
 }

@@ -192,3 +192,36 @@ func (e *Ensemble) Restart(i int) {
 		e.t.Fatalf("zktest: restart server %d: %v", s.ID, err)
 	}
 }
+
+// Leader returns the index of the server in Mode leader, or -1.
+func (e *Ensemble) Leader() int {
+	for i, s := range e.Servers {
+		if s.proc.Exited() {
+			continue
+		}
+		if mode, _ := s.mode(); mode == "leader" {
+			return i
+		}
+	}
+	return -1
+}
+
+// mode asks srvr for the server's Mode (standalone, leader, follower).
+func (s *Server) mode() (string, error) {
+	c, err := net.DialTimeout("tcp", s.ClientAddr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("server %d: no Mode line", s.ID)
+}

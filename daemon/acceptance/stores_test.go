@@ -1,10 +1,15 @@
 package acceptance
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +123,118 @@ func TestStoreMemberKill9(t *testing.T) {
 			waitLeader(t, c, topic, 0, leader)
 			createReplicated(t, c, "created-after", 2, 2, nil) // RF 2: one broker is down
 			c.Broker(leader).Restart(t)
+			waitISR(t, c, topic, 0, 3)
+			time.Sleep(500 * time.Millisecond)
+			stop()
+			<-done
+			checkAcked(t, log, readAllValues(t, c, topic, 0))
+		})
+	}
+}
+
+// storePluginPid finds the metadata store plugin process that broker pid
+// started (vltavad plugin metastore NAME).
+func storePluginPid(t *testing.T, pid int) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc: ", err)
+	}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if bytes.Contains(cmdline, []byte("metastore")) {
+			return child
+		}
+	}
+	t.Fatalf("no metadata store plugin process under broker pid %d", pid)
+	return 0
+}
+
+// logTime finds the first line of a broker log containing all of subs
+// after the time from and returns its time.
+func logTime(log string, from time.Time, subs ...string) (time.Time, bool) {
+	for _, line := range strings.Split(log, "\n") {
+		ts, ok := strings.CutPrefix(line, "time=")
+		if !ok {
+			continue
+		}
+		ts, _, _ = strings.Cut(ts, " ")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil || at.Before(from) {
+			continue
+		}
+		all := true
+		for _, s := range subs {
+			all = all && strings.Contains(line, s)
+		}
+		if all {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// TestStoreSessionLossFencesLeader freezes (SIGSTOP) the store plugin of
+// the partition leader's broker, so its ZooKeeper session or etcd lease
+// stops being renewed while the broker itself keeps serving. The store
+// expires the session, the controller elects another leader, and the
+// frozen broker must have stopped acting as leader before that (its
+// "fenced" log line precedes the new leader's "leading" line). Every
+// acknowledged write is read back.
+func TestStoreSessionLossFencesLeader(t *testing.T) {
+	for _, store := range metadataStores[1:] {
+		t.Run(store, func(t *testing.T) {
+			c, _ := startStoreEnsemble(t, store, 3, 1, nil)
+			const topic = "session-loss"
+			createReplicated(t, c, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+			log := &ackLog{acked: map[string]int64{}}
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			done := make(chan struct{})
+			go func() { defer close(done); produceLoop(ctx, t, c, topic, log) }()
+			time.Sleep(500 * time.Millisecond)
+			leader := waitLeader(t, c, topic, 0, 0)
+			plugin := storePluginPid(t, c.Broker(leader).Pid())
+			frozen := time.Now()
+			t.Logf("SIGSTOP the %s plugin (pid %d) of leader broker %d", store, plugin, leader)
+			if err := syscall.Kill(plugin, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			thawed := false
+			thaw := func() {
+				if !thawed {
+					syscall.Kill(plugin, syscall.SIGCONT)
+					thawed = true
+				}
+			}
+			t.Cleanup(thaw)
+			next := waitLeader(t, c, topic, 0, leader)
+			var fencedAt, ledAt time.Time
+			var fenced, led bool
+			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !(fenced && led); time.Sleep(100 * time.Millisecond) {
+				fencedAt, fenced = logTime(c.Broker(leader).Log(), frozen, "fenced")
+				ledAt, led = logTime(c.Broker(next).Log(), frozen, "broker: leading", topic+"-0")
+			}
+			t.Logf("broker %d fenced after %v; broker %d leading after %v", leader, fencedAt.Sub(frozen), next, ledAt.Sub(frozen))
+			if !fenced || !led {
+				t.Errorf("log lines: fenced %v (broker %d), leading %v (broker %d)", fenced, leader, led, next)
+			} else if !fencedAt.Before(ledAt) {
+				t.Errorf("broker %d was fenced at %v, after broker %d started leading at %v: two leaders", leader, fencedAt, next, ledAt)
+			}
+			thaw()
 			waitISR(t, c, topic, 0, 3)
 			time.Sleep(500 * time.Millisecond)
 			stop()

@@ -81,11 +81,16 @@
 //     watches live/, ends the sessions whose live znode is gone.
 //
 // So a broker's death is seen when its ZooKeeper session expires
-// (session.timeout, 18 s by default as Kafka's zookeeper.session.timeout.ms),
-// and a store session's TTL is at least that timeout. When this
-// instance's own ZooKeeper session expires, every session it granted is
-// over and KeepAlive reports ErrSessionExpired; while it is disconnected,
-// KeepAlive reports ErrUnavailable.
+// (session.timeout, 18 s by default as Kafka's zookeeper.session.timeout.ms;
+// the daemon passes broker.session.timeout.ms unless
+// zookeeper.session.timeout.ms is set), and a store session's TTL is at
+// least that timeout. KeepAlive is a round trip that finds live/<id>: its
+// reply proves ZooKeeper heard from the instance's session just now. When
+// this instance's own ZooKeeper session expires, every session it granted
+// is over and KeepAlive reports ErrSessionExpired; without a reply it
+// reports ErrUnavailable (core/cluster then fences the broker before the
+// TTL can run out). A session can only be kept alive through the instance
+// that granted it; any other instance reports ErrSessionExpired.
 //
 // # Watches
 //

@@ -52,40 +52,48 @@ func (s *Store) GrantSession(ctx context.Context, req *sdk.GrantSessionRequest) 
 	return &sdk.GrantSessionResponse{ID: id, TTL: ttl}, nil
 }
 
-// KeepAlive restarts a local session's TTL. It fails with ErrUnavailable
-// while this store is not connected to ZooKeeper: the session may be
-// expiring on the ensemble's side. A session granted by another store
-// instance is alive while its live znode exists.
+// KeepAlive restarts a local session's TTL after a round trip that finds
+// the session's live znode: the reply proves ZooKeeper heard from this
+// client's session just now, and a session ZooKeeper expired (the client
+// may not have noticed yet) is reported as ErrSessionExpired. Without a
+// reply it fails with ErrUnavailable. A session this instance did not
+// grant cannot be renewed here: its liveness is the ZooKeeper session of
+// the instance that granted it (after a plugin restart, that instance is
+// gone and the session ends with its ZooKeeper session), so KeepAlive
+// reports ErrSessionExpired and the caller registers again.
 func (s *Store) KeepAlive(ctx context.Context, req *sdk.KeepAliveRequest) (*sdk.KeepAliveResponse, error) {
 	s.mu.Lock()
-	if s.isClosed {
-		s.mu.Unlock()
-		return nil, errClosed
-	}
 	ls, ended := s.sessions[req.ID], s.ended[req.ID] || s.ending[req.ID]
-	if ls != nil && s.conn.State() == zk.StateHasSession {
-		ls.deadline = time.Now().Add(ls.ttl)
-		s.mu.Unlock()
-		return &sdk.KeepAliveResponse{TTL: ls.ttl}, nil
-	}
+	closed := s.isClosed
 	s.mu.Unlock()
 	switch {
-	case ended:
+	case closed:
+		return nil, errClosed
+	case ls == nil && ended:
 		return nil, fmt.Errorf("zookeeper store: session %d: %w", req.ID, sdk.ErrSessionExpired)
-	case ls != nil:
-		return nil, fmt.Errorf("zookeeper store: keep-alive of session %d: not connected to ZooKeeper (%v): %w", req.ID, s.conn.State(), sdk.ErrUnavailable)
+	case ls == nil:
+		return nil, fmt.Errorf("zookeeper store: session %d was not granted by this store instance; it ends with its owner's ZooKeeper session: %w", req.ID, sdk.ErrSessionExpired)
 	}
 	err := s.run(ctx, "keep alive", func(context.Context) error {
 		ok, _, err := s.conn.Exists(s.p.liveNode(req.ID))
 		if err == nil && !ok {
-			err = fmt.Errorf("zookeeper store: session %d: %w", req.ID, sdk.ErrSessionExpired)
+			err = fmt.Errorf("zookeeper store: session %d: its live znode is gone: %w", req.ID, sdk.ErrSessionExpired)
 		}
 		return err
 	})
+	if errors.Is(err, sdk.ErrSessionExpired) {
+		s.forget(req.ID)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.KeepAliveResponse{TTL: s.cfg.SessionTimeout}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[req.ID] != ls { // ended meanwhile (expiry loop, ZooKeeper session expiry)
+		return nil, fmt.Errorf("zookeeper store: session %d: %w", req.ID, sdk.ErrSessionExpired)
+	}
+	ls.deadline = time.Now().Add(ls.ttl)
+	return &sdk.KeepAliveResponse{TTL: ls.ttl}, nil
 }
 
 // RevokeSession deletes the live znode, then the session's keys.

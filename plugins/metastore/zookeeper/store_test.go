@@ -69,8 +69,11 @@ func TestSessionEndsWithZooKeeperSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.KeepAlive(ctx, &sdk.KeepAliveRequest{ID: g.ID}); err != nil {
-		t.Fatalf("KeepAlive through another instance of a live session: %v", err)
+	if _, err := b.KeepAlive(ctx, &sdk.KeepAliveRequest{ID: g.ID}); !errors.Is(err, sdk.ErrSessionExpired) {
+		t.Fatalf("KeepAlive through an instance that did not grant the session: %v, want ErrSessionExpired", err)
+	}
+	if _, err := a.KeepAlive(ctx, &sdk.KeepAliveRequest{ID: g.ID}); err != nil {
+		t.Fatalf("KeepAlive through the granting instance: %v", err)
 	}
 	w, err := b.Watch(ctx, &sdk.WatchRequest{Prefix: "brokers/"})
 	if err != nil {

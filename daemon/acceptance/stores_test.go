@@ -243,3 +243,55 @@ func TestStoreSessionLossFencesLeader(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreOutage (VLTAVA_STORE_OUTAGE=1; it takes a minute per store)
+// kill -9s the whole one-server store for 30 s while an acks=all
+// producer writes, and restarts it on its data. During the outage a
+// topic cannot be created; afterwards the cluster converges (a leader,
+// a full ISR, topic creation works) and every acknowledged write is read
+// back once. Brokers fence themselves when their sessions cannot be
+// renewed (see TestStoreSessionLossFencesLeader), so during the outage
+// produce is refused rather than served.
+func TestStoreOutage(t *testing.T) {
+	if os.Getenv("VLTAVA_STORE_OUTAGE") == "" {
+		t.Skip("set VLTAVA_STORE_OUTAGE=1 to run the 30 s whole-store outage")
+	}
+	for _, store := range metadataStores[1:] {
+		t.Run(store, func(t *testing.T) {
+			c, servers := startStoreEnsemble(t, store, 3, 1, nil)
+			restart := servers.(interface{ Restart(int) })
+			const topic = "outage"
+			createReplicated(t, c, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+			log := &ackLog{acked: map[string]int64{}}
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			done := make(chan struct{})
+			go func() { defer close(done); produceLoop(ctx, t, c, topic, log) }()
+			time.Sleep(time.Second)
+			t.Logf("SIGKILL the %s server for 30 s", store)
+			servers.Kill(0)
+			down := time.Now()
+			time.Sleep(3 * time.Second)
+			adm := clusterAdmin(t, c)
+			resp, err := adm.CreateTopic(testCtx(t, 10*time.Second), 1, 3, nil, "during-outage")
+			if err == nil {
+				err = resp.Err
+			}
+			if err == nil {
+				t.Errorf("a topic was created while the metadata store was down")
+			} else {
+				t.Logf("create during the outage: %v", err)
+			}
+			time.Sleep(30*time.Second - time.Since(down))
+			restart.Restart(0)
+			t.Logf("%s back after %v", store, time.Since(down))
+			waitLeader(t, c, topic, 0, 0)
+			waitISR(t, c, topic, 0, 3)
+			createReplicated(t, c, "after-outage", 1, 3, nil)
+			time.Sleep(time.Second)
+			stop()
+			<-done
+			checkAcked(t, log, readAllValues(t, c, topic, 0))
+		})
+	}
+}

@@ -122,7 +122,12 @@
 // the session timeout, ZooKeeper expires the instance's session when it
 // returns: its store sessions end (KeepAlive reports ErrSessionExpired,
 // so the broker stops acting as leader) and the orphan loop of any
-// instance deletes their keys.
+// instance deletes their keys. A broker whose keep-alives fail fences
+// itself before its session can expire (core/cluster), so during an
+// outage its partitions refuse produce until ZooKeeper is back;
+// daemon/acceptance TestStoreOutage (VLTAVA_STORE_OUTAGE=1) checks that
+// the cluster converges after 30 s without ZooKeeper and loses no
+// acknowledged write.
 //
 // # Goroutines and locks
 //

@@ -25,6 +25,9 @@ import (
 // Binary finds the etcd server: $VLTAVA_ETCD, else etcd on PATH.
 func Binary() (string, error) {
 	if p := os.Getenv("VLTAVA_ETCD"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", err
+		}
 		return p, nil
 	}
 	return exec.LookPath("etcd")

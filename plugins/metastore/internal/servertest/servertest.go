@@ -66,7 +66,9 @@ func Start(t testing.TB, dir, name string, args ...string) *Proc {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, killed as a whole; and killed with the test
+	// binary if that dies without running cleanups (a test timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatalf("servertest: start %s: %v", name, err)

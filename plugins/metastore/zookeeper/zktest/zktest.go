@@ -27,6 +27,11 @@ const DefaultJar = "/usr/share/java/zookeeper.jar"
 // zookeeper package): server logs go to the process output.
 const slf4jSimple = "/usr/share/java/slf4j-simple.jar"
 
+// nettyJars are the parts of Debian's libnetty-java (a dependency of the
+// zookeeper package) that the Netty connection factory of a TLS client
+// port needs beyond the jar manifest's class path.
+var nettyJars = []string{"netty-codec", "netty-resolver", "netty-transport-native-unix-common"}
+
 // Binary returns java and the server jar ($VLTAVA_ZOOKEEPER_JAR, else
 // Debian's).
 func Binary() (java, jar string, err error) {
@@ -57,6 +62,7 @@ type Ensemble struct {
 	t       testing.TB
 	java    string
 	jar     string
+	tls     *TLS
 	Servers []*Server
 }
 
@@ -64,12 +70,26 @@ type Ensemble struct {
 type Server struct {
 	ID         int
 	ClientAddr string // 127.0.0.1:port
+	SecureAddr string // TLS client port, with StartTLS
 	dir        string
 	proc       *servertest.Proc
 }
 
+// TLS adds a TLS client port (secureClientPort, Netty) with a PEM key
+// store (private key and certificate in one file) and a PEM trust store.
+type TLS struct {
+	KeyStore, TrustStore string
+}
+
 // Start starts n servers and waits until each serves requests.
 func Start(t testing.TB, n int) *Ensemble {
+	t.Helper()
+	return StartTLS(t, n, nil)
+}
+
+// StartTLS is Start with a TLS client port on every server when tls is
+// not nil (Server.SecureAddr).
+func StartTLS(t testing.TB, n int, tls *TLS) *Ensemble {
 	t.Helper()
 	java, jar, err := Binary()
 	if err != nil {
@@ -77,7 +97,7 @@ func Start(t testing.TB, n int) *Ensemble {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a reserved port may be taken meanwhile
-		e, err := start(t, java, jar, n)
+		e, err := start(t, java, jar, n, tls)
 		if err == nil {
 			return e
 		}
@@ -87,12 +107,15 @@ func Start(t testing.TB, n int) *Ensemble {
 	return nil
 }
 
-func start(t testing.TB, java, jar string, n int) (*Ensemble, error) {
-	ports := servertest.FreePorts(t, 3*n)
-	e := &Ensemble{t: t, java: java, jar: jar}
+func start(t testing.TB, java, jar string, n int, tls *TLS) (*Ensemble, error) {
+	ports := servertest.FreePorts(t, 4*n)
+	e := &Ensemble{t: t, java: java, jar: jar, tls: tls}
 	var quorum []string
 	for i := range n {
 		s := &Server{ID: i + 1, ClientAddr: fmt.Sprintf("127.0.0.1:%d", ports[3*i]), dir: t.TempDir()}
+		if tls != nil {
+			s.SecureAddr = fmt.Sprintf("127.0.0.1:%d", ports[3*n+i])
+		}
 		e.Servers = append(e.Servers, s)
 		quorum = append(quorum, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", s.ID, ports[3*i+1], ports[3*i+2]))
 	}
@@ -112,6 +135,14 @@ func start(t testing.TB, java, jar string, n int) (*Ensemble, error) {
 		}
 		if n > 1 {
 			cfg = append(cfg, quorum...)
+		}
+		if tls != nil {
+			_, port, _ := strings.Cut(s.SecureAddr, ":")
+			cfg = append(cfg, "secureClientPort="+port, "secureClientPortAddress=127.0.0.1",
+				"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+				"ssl.keyStore.location="+tls.KeyStore, "ssl.keyStore.type=PEM",
+				"ssl.trustStore.location="+tls.TrustStore, "ssl.trustStore.type=PEM",
+				"ssl.clientAuth=none")
 		}
 		if err := os.MkdirAll(filepath.Join(s.dir, "data"), 0o755); err != nil {
 			return nil, err
@@ -140,6 +171,11 @@ func (e *Ensemble) launch(s *Server) {
 	if _, err := os.Stat(slf4jSimple); err == nil {
 		cp += ":" + slf4jSimple
 	}
+	if e.tls != nil {
+		for _, j := range nettyJars {
+			cp += ":/usr/share/java/" + j + ".jar"
+		}
+	}
 	s.proc = servertest.Start(e.t, s.dir, e.java,
 		"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.log.dir="+s.dir, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
@@ -166,6 +202,15 @@ func (s *Server) serving() error {
 		}
 	}
 	return fmt.Errorf("server %d not serving yet", s.ID)
+}
+
+// SecureConnect is the connect string of the TLS client ports.
+func (e *Ensemble) SecureConnect() string {
+	var addrs []string
+	for _, s := range e.Servers {
+		addrs = append(addrs, s.SecureAddr)
+	}
+	return strings.Join(addrs, ",")
 }
 
 // Connect is the connect string "127.0.0.1:p1,127.0.0.1:p2,..." (no

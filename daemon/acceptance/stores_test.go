@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vltava/vltava/conformance/checker"
 	"github.com/vltava/vltava/daemon/daemontest"
 	"github.com/vltava/vltava/plugins/metastore/etcd/etcdtest"
 	"github.com/vltava/vltava/plugins/metastore/zookeeper/zktest"
@@ -127,7 +130,9 @@ func TestStoreMemberKill9(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			stop()
 			<-done
-			checkAcked(t, log, readAllValues(t, c, topic, 0))
+			got := readAllValues(t, c, topic, 0)
+			checkAcked(t, log, got)
+			checkConformance(t, topic, log, got)
 		})
 	}
 }
@@ -239,7 +244,9 @@ func TestStoreSessionLossFencesLeader(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			stop()
 			<-done
-			checkAcked(t, log, readAllValues(t, c, topic, 0))
+			got := readAllValues(t, c, topic, 0)
+			checkAcked(t, log, got)
+			checkConformance(t, topic, log, got)
 		})
 	}
 }
@@ -291,7 +298,48 @@ func TestStoreOutage(t *testing.T) {
 			time.Sleep(time.Second)
 			stop()
 			<-done
-			checkAcked(t, log, readAllValues(t, c, topic, 0))
+			got := readAllValues(t, c, topic, 0)
+			checkAcked(t, log, got)
+			checkConformance(t, topic, log, got)
 		})
 	}
+}
+
+// checkConformance runs the conformance checker (conformance/checker)
+// over what the producer of log sent and what the partition holds: one
+// producer process whose sends are acknowledged or unknown, and one
+// reader that polled got. Any anomaly fails the test.
+func checkConformance(t *testing.T, topic string, log *ackLog, got map[int64]string) {
+	t.Helper()
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	var ops []checker.Op
+	now := int64(0)
+	tick := func() int64 { now++; return now }
+	for seq := range log.sent {
+		v := fmt.Sprintf("v-%08d", seq)
+		ops = append(ops, checker.Op{ID: int64(seq), Proc: "producer", Type: checker.Invoke, F: checker.Send, Time: tick(), Topic: topic, Offset: -1, Value: v})
+		if o, ok := log.acked[v]; ok {
+			ops = append(ops, checker.Op{ID: int64(seq), Proc: "producer", Type: checker.OK, F: checker.Send, Time: tick(), Topic: topic, Offset: o, Value: v})
+		} else {
+			ops = append(ops, checker.Op{ID: int64(seq), Proc: "producer", Type: checker.Info, F: checker.Send, Time: tick(), Topic: topic, Offset: -1, Value: v})
+		}
+	}
+	var reads []checker.Read
+	for _, o := range slices.Sorted(maps.Keys(got)) {
+		reads = append(reads, checker.Read{Partition: 0, Offset: o, Value: got[o]})
+	}
+	id := int64(log.sent)
+	ops = append(ops,
+		checker.Op{ID: id, Proc: "reader", Type: checker.Invoke, F: checker.Poll, Time: tick(), Topic: topic, Offset: -1},
+		checker.Op{ID: id, Proc: "reader", Type: checker.OK, F: checker.Poll, Time: tick(), Topic: topic, Offset: -1, Reads: reads})
+	rep := checker.Check(ops)
+	for i, a := range rep.Anomalies {
+		if i == 10 {
+			t.Errorf("... %d anomalies in all", len(rep.Anomalies))
+			break
+		}
+		t.Errorf("conformance checker: %s: %s", a.Name, a.Detail)
+	}
+	t.Logf("conformance checker: %d sends, %d acknowledged, %d unknown, %d values read, anomalies %v", rep.Sends, rep.Acked, rep.Unknown, rep.Read, rep.Names())
 }

@@ -56,7 +56,10 @@ func addStoreFlags(f *cmdFlags) *storeFlags {
 }
 
 // open configures the built-in store in this process. The cluster must be
-// stopped: the store is used as its brokers would.
+// stopped: the store is used as its brokers would. A raft store is opened
+// as the one voter the flags name, so it must be a single-voter quorum
+// (its data.dir and voters); a multi-voter quorum would need all of its
+// voters running.
 func (s *storeFlags) open(ctx context.Context) (sdk.MetadataStore, error) {
 	if *s.name == "" {
 		return nil, fmt.Errorf("%w: --store is required", errUsage)

@@ -135,7 +135,9 @@
 // TTLs), the orphan loop (sessions whose live znode is gone) and the log
 // pruner. Each request runs its ZooKeeper calls on a goroutine of its own
 // (the client takes no context) that Close waits for; a WatchStream owns
-// one goroutine that its Close (or the store's) stops and waits for.
+// one goroutine that its Close (or the store's) stops and waits for; its
+// ZooKeeper calls go through the same bounded request goroutines, so a
+// hung connection delays Close by nothing.
 // Store.mu guards the session tables and the closed flag; nothing else
 // is held while it is, and it is never held across a ZooKeeper call.
 package zookeeper

@@ -54,7 +54,8 @@ func (s *Store) Watch(ctx context.Context, req *sdk.WatchRequest) (sdk.WatchStre
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	w := &stream{s: s, ctx: ctx, prefix: req.Prefix, out: make(chan item, watchBuffer), closed: make(chan struct{}), done: make(chan struct{})}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &stream{s: s, ctx: ctx, wctx: wctx, cancel: cancel, prefix: req.Prefix, out: make(chan item, watchBuffer), closed: make(chan struct{}), done: make(chan struct{})}
 	go w.follow(from + 1)
 	return w, nil
 }
@@ -68,7 +69,9 @@ type item struct {
 // Close stops it and waits; the store's Close stops it too.
 type stream struct {
 	s      *Store
-	ctx    context.Context
+	ctx    context.Context    // the caller's
+	wctx   context.Context    // ends with ctx or Close: bounds the ZooKeeper calls
+	cancel context.CancelFunc // ends wctx
 	prefix string
 	out    chan item
 
@@ -107,7 +110,10 @@ func (w *stream) Recv() (*sdk.WatchEvent, error) {
 }
 
 func (w *stream) Close() error {
-	w.closeOnce.Do(func() { close(w.closed) })
+	w.closeOnce.Do(func() {
+		close(w.closed)
+		w.cancel()
+	})
 	<-w.done
 	return nil
 }
@@ -128,7 +134,8 @@ func (w *stream) stop() error {
 func (w *stream) follow(next int64) {
 	defer w.s.wg.Done()
 	defer close(w.done)
-	failures := 0
+	defer w.cancel()
+	var failingSince time.Time
 	for {
 		if err := w.stop(); err != nil {
 			w.end(err)
@@ -136,25 +143,30 @@ func (w *stream) follow(next int64) {
 		}
 		err := w.step(&next)
 		if err == nil {
-			failures = 0
+			failingSince = time.Time{}
 			continue
 		}
-		if errors.Is(err, sdk.ErrCompacted) || errors.Is(err, sdk.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if err := w.stop(); err != nil {
+			w.end(err)
+			return
+		}
+		if errors.Is(err, sdk.ErrCompacted) || errors.Is(err, sdk.ErrClosed) {
 			w.end(err)
 			return
 		}
 		// Connection trouble: the client reconnects on its own. Give up
 		// when it lasts longer than a session timeout.
-		failures++
-		if time.Duration(failures)*200*time.Millisecond > w.s.cfg.SessionTimeout {
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+		}
+		if time.Since(failingSince) > w.s.cfg.SessionTimeout {
 			w.end(fmt.Errorf("zookeeper store: watch: %v: %w", err, sdk.ErrUnavailable))
 			return
 		}
 		select {
 		case <-time.After(200 * time.Millisecond):
-		case <-w.closed:
+		case <-w.wctx.Done():
 		case <-w.s.closed:
-		case <-w.ctx.Done():
 		}
 	}
 }
@@ -171,10 +183,55 @@ func (w *stream) end(err error) {
 	}
 }
 
-// step delivers entry next if it exists, or waits for it to appear.
+// step delivers entry next if it exists, or waits for it to appear. Its
+// ZooKeeper calls run through Store.run, bounded by request.timeout and
+// by the stream's Close, so a hung connection cannot block Close.
 func (w *stream) step(next *int64) error {
-	data, _, err := w.s.conn.Get(w.s.p.logEntry(*next))
-	if err == nil {
+	var (
+		data      []byte
+		found     bool
+		fired     <-chan zk.Event
+		compacted int64 = -1
+	)
+	path := w.s.p.logEntry(*next)
+	err := w.s.run(w.wctx, "watch", func(context.Context) error {
+		d, _, err := w.s.conn.Get(path)
+		if err == nil {
+			data, found = d, true
+			return nil
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		ok, _, ch, err := w.s.conn.ExistsW(path)
+		if err != nil || ok {
+			return err // exists now: read it next time
+		}
+		// Missing: either not written yet (wait) or compacted away.
+		cur, _, err := w.s.readRev()
+		if err != nil {
+			return err
+		}
+		if cur < *next {
+			fired = ch
+			return nil
+		}
+		floor, err := w.s.compactFloor()
+		if err != nil {
+			return err
+		}
+		if *next <= floor {
+			compacted = floor
+		}
+		return nil // else written between the reads: read it next time
+	})
+	switch {
+	case err != nil:
+		return err
+	case compacted >= 0:
+		w.s.logger.Warn("zookeeper store: watch fell behind the change log's compaction; the watcher must list again", "prefix", w.prefix, "next", *next, "floor", compacted)
+		return fmt.Errorf("zookeeper store: watch at revision %d: log compacted up to %d: %w", *next, compacted, sdk.ErrCompacted)
+	case found:
 		evs, err := decodeLog(data, *next)
 		if err != nil {
 			return err
@@ -195,38 +252,17 @@ func (w *stream) step(next *int64) error {
 		}
 		*next++
 		return nil
-	}
-	if !errors.Is(err, zk.ErrNoNode) {
-		return err
-	}
-	ok, _, fired, err := w.s.conn.ExistsW(w.s.p.logEntry(*next))
-	if err != nil || ok {
-		return err // exists now: read it
-	}
-	// Missing: either not written yet (wait) or compacted away.
-	cur, _, err := w.s.readRev()
-	if err != nil {
-		return err
-	}
-	if cur >= *next {
-		floor, err := w.s.compactFloor()
-		if err != nil {
-			return err
+	case fired != nil:
+		select {
+		case <-fired:
+			return nil
+		case <-w.closed:
+			return errClosed
+		case <-w.s.closed:
+			return errClosed
+		case <-w.ctx.Done():
+			return w.ctx.Err()
 		}
-		if *next <= floor {
-			w.s.logger.Warn("zookeeper store: watch fell behind the change log's compaction; the watcher must list again", "prefix", w.prefix, "next", *next, "floor", floor)
-			return fmt.Errorf("zookeeper store: watch at revision %d: log compacted up to %d: %w", *next, floor, sdk.ErrCompacted)
-		}
-		return nil // written between the two reads: the watch fired
 	}
-	select {
-	case <-fired:
-		return nil
-	case <-w.closed:
-		return errClosed
-	case <-w.s.closed:
-		return errClosed
-	case <-w.ctx.Done():
-		return w.ctx.Err()
-	}
+	return nil
 }

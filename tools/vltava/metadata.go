@@ -62,11 +62,11 @@ func addStoreFlags(f *cmdFlags) *storeFlags {
 // voters running.
 func (s *storeFlags) open(ctx context.Context) (sdk.MetadataStore, error) {
 	if *s.name == "" {
-		return nil, fmt.Errorf("%w: --store is required", errUsage)
+		return nil, errors.New("--store is required (local, raft, zookeeper or etcd)")
 	}
 	kvs, err := keyValues(s.set)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --set: %v", errUsage, err)
+		return nil, fmt.Errorf("--set: %v", err)
 	}
 	raw := map[string]any{}
 	for _, kv := range kvs {
@@ -83,7 +83,7 @@ func (s *storeFlags) open(ctx context.Context) (sdk.MetadataStore, error) {
 	case "etcd":
 		st = builtin.NewEtcdStore()
 	default:
-		return nil, fmt.Errorf("%w: --store %q: want local, raft, zookeeper or etcd", errUsage, *s.name)
+		return nil, fmt.Errorf("--store %q: want local, raft, zookeeper or etcd", *s.name)
 	}
 	if err := st.(serve.Configurer).Configure(ctx, raw); err != nil {
 		return nil, fmt.Errorf("open %s store: %w", *s.name, err)

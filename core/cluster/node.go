@@ -297,9 +297,17 @@ func (n *Node) register(ctx context.Context) error {
 // keepSession renews the session every TTL/3. When the store says the
 // session ended, the broker is fenced (see FenceApplier), registers
 // again with a new session, and is unfenced once its view is current.
+//
+// When keep-alives fail or hang (the store or its plugin unreachable),
+// the broker fences itself fenceAfter past the send time of the last
+// successful keep-alive: the store cannot expire the session before
+// that keep-alive reached it plus the TTL, so the broker stops leading
+// before another broker can be elected in its place. Each keep-alive's
+// deadline is at most that fence time, so a hung store cannot delay it.
 func (n *Node) keepSession(ctx context.Context) {
 	defer n.wg.Done()
 	interval := n.cfg.SessionTTL / 3
+	fenceAfter := n.cfg.SessionTTL - max(n.cfg.SessionTTL/10, 100*time.Millisecond)
 	lastOK := time.Now()
 	t := time.NewTimer(interval)
 	defer t.Stop()
@@ -312,15 +320,26 @@ func (n *Node) keepSession(ctx context.Context) {
 		}
 		t.Reset(interval)
 		n.mu.Lock()
-		sess, stop := n.session, n.shutdown
+		sess, stop, wasFenced := n.session, n.shutdown, n.fenced
 		n.mu.Unlock()
 		if stop || sess == 0 {
 			continue
 		}
-		_, err := n.store.KeepAlive(ctx, &sdk.KeepAliveRequest{ID: sess})
+		now := time.Now()
+		deadline := now.Add(interval)
+		if fenceAt := lastOK.Add(fenceAfter); fenceAt.After(now) && fenceAt.Before(deadline) {
+			deadline = fenceAt // not fenced yet: return in time to fence
+		}
+		kctx, cancel := context.WithDeadline(ctx, deadline)
+		sent := time.Now()
+		_, err := n.store.KeepAlive(kctx, &sdk.KeepAliveRequest{ID: sess})
+		cancel()
 		switch {
 		case err == nil:
-			lastOK = time.Now()
+			lastOK = sent
+			if wasFenced {
+				n.catchUp(ctx) // the view may be stale after an outage
+			}
 			n.setFenced(false)
 		case errors.Is(err, sdk.ErrSessionExpired):
 			n.mu.Lock()
@@ -350,7 +369,7 @@ func (n *Node) keepSession(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		default:
-			if time.Since(lastOK) > n.cfg.SessionTTL {
+			if time.Since(lastOK) >= fenceAfter {
 				n.log.Warn("cluster: session not renewed for a whole TTL; the broker is fenced", "err", err)
 				n.setFenced(true)
 			}

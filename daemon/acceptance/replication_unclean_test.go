@@ -47,7 +47,11 @@ func uncleanSetup(t *testing.T, c *daemontest.Cluster, topic string, unclean boo
 // TestReplicationUncleanElectionOff: the out-of-sync replica does not
 // take over; the partition stays offline until an ISR member returns.
 func TestReplicationUncleanElectionOff(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, false, testReplicationUncleanElectionOff)
+}
+
+func testReplicationUncleanElectionOff(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic = "clean-only"
 	out, isr := uncleanSetup(t, c, topic, false)
 	adm := kadmFor(t, out.Addr())
@@ -76,7 +80,11 @@ func TestReplicationUncleanElectionOff(t *testing.T) {
 // unclean.leader.election.enable the out-of-sync replica leads and the
 // possible loss is logged.
 func TestReplicationUncleanElectionOn(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, false, testReplicationUncleanElectionOn)
+}
+
+func testReplicationUncleanElectionOn(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic = "unclean-ok"
 	out, _ := uncleanSetup(t, c, topic, true)
 	adm := kadmFor(t, out.Addr())

@@ -37,6 +37,10 @@ var table = []Plugin{
 		func() { serve.MetadataStore(&LocalStore{}) }},
 	{serve.KindMetadataStore, "raft", "replicated store: a raft quorum among the brokers (config: node.id, data.dir, voters, quorum.listen, non.voter)",
 		func() { serve.MetadataStore(&RaftStore{}) }},
+	{serve.KindMetadataStore, "zookeeper", "store in a ZooKeeper ensemble (config: connect = zookeeper.connect h:p,h:p/chroot, session.timeout, auth.digest, tls.*)",
+		func() { serve.MetadataStore(NewZooKeeperStore()) }},
+	{serve.KindMetadataStore, "etcd", "store in an etcd cluster (config: endpoints h:p,h:p, prefix, username, password, tls.*)",
+		func() { serve.MetadataStore(NewEtcdStore()) }},
 }
 
 // All lists the built-in plugins, sorted by kind and name.

@@ -161,6 +161,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		logger.Error("broker failed to start", "err", err)
 		return 1
 	}
+	// Start opened (and after kill -9 recovered) every log it holds.
+	summary.summary(logger)
 	select {
 	case <-b.Ready():
 		summary.summary(logger)

@@ -32,15 +32,30 @@
 // with it; the session keeper renews it every TTL/3. A registration left
 // by another incarnation of the same ID (a process killed before its
 // session ended) makes Start wait, logging, until it expires: Kafka
-// refuses duplicate registrations the same way. If the store says the
-// session ended (a long pause, a store restart), the broker is fenced:
-// the controller has treated it as dead (new leaders elected, ISRs
-// shrunk), so the Node tells a FenceApplier to stop leading, registers
-// with a new session, waits until its view reaches the store's current
-// revision, and unfences. It is also fenced when it could not renew for a
-// whole TTL (the store will have expired it). Kafka's brokers learn of
-// their fencing only from the metadata they replay; this stronger rule
-// bounds the time a deposed leader accepts acks=1 writes that are lost.
+// refuses duplicate registrations the same way.
+//
+// The broker fences itself from its own clock, like a Kafka broker whose
+// heartbeat lease lapsed: the lease runs from the moment the last
+// successful grant or keep-alive was SENT, and once TTL minus a margin
+// (TTL/20, at least 100ms) has passed without another success the Node
+// tells a FenceApplier to stop leading, whatever the network does. Every
+// keep-alive carries a deadline (the next keep-alive's time, never past
+// the lease's end), so a quorum whose packets are silently dropped can
+// not hold the keeper. The store starts the session's deadline when the
+// keep-alive reaches it, after it was sent, and expires it only then
+// (its reaper, then the controller's election, come later still), so the
+// broker is fenced before the controller can have given its leaderships
+// to anyone else. A keep-alive that succeeds again (the session lived
+// on) unfences it once its view has caught up with the store's current
+// revision, so it acts on the controller's current decisions. If the
+// store says the session ended (a long pause, a store restart), the
+// broker stays fenced, registers with a new session, catches up, and
+// unfences. Kafka's brokers learn of their fencing from the metadata
+// they replay and from their lease; this rule bounds the time a deposed
+// leader accepts acks=1 writes that are lost.
+//
+// The store must honor context deadlines: the raft store bounds every
+// forwarded call, the plugin bridge carries deadlines over gRPC.
 //
 // # Controller election
 //

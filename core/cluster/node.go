@@ -141,6 +141,7 @@ type Node struct {
 	view          *view         // REQUIRES mu to swap; a published view is never modified
 	changed       chan struct{} // closed and replaced on every change; REQUIRES mu
 	session       sdk.SessionID // current session; 0 while unregistered
+	leaseFrom     time.Time     // when the last successful grant or keep-alive of session was sent
 	fenced        bool
 	shutdown      bool  // ShutDown or Close began: do not register again
 	controllerVer int64 // version of /controller while this Node is controller, else 0
@@ -262,8 +263,12 @@ func (n *Node) register(ctx context.Context) error {
 		}
 		// The session is granted only now, so it can not expire while
 		// waiting above.
-		var sess *sdk.GrantSessionResponse
+		var (
+			sess *sdk.GrantSessionResponse
+			sent time.Time // the lease runs from before the grant reached the store
+		)
 		err = n.retry(ctx, "grant a session", func() (err error) {
+			sent = time.Now()
 			sess, err = n.store.GrantSession(ctx, &sdk.GrantSessionRequest{TTL: n.cfg.SessionTTL})
 			return err
 		})
@@ -275,6 +280,7 @@ func (n *Node) register(ctx context.Context) error {
 		case err == nil:
 			n.mu.Lock()
 			n.session = sess.ID
+			n.leaseFrom = sent
 			n.signalLocked()
 			n.mu.Unlock()
 			n.log.Info("cluster: broker registered", "session", sess.ID, "ttl", sess.TTL)
@@ -289,81 +295,6 @@ func (n *Node) register(ctx context.Context) error {
 			return fail(err)
 		}
 	}
-}
-
-// keepSession renews the session every TTL/3. When the store says the
-// session ended, the broker is fenced (see FenceApplier), registers
-// again with a new session, and is unfenced once its view is current.
-func (n *Node) keepSession(ctx context.Context) {
-	defer n.wg.Done()
-	interval := n.cfg.SessionTTL / 3
-	lastOK := time.Now()
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		t.Reset(interval)
-		n.mu.Lock()
-		sess, stop := n.session, n.shutdown
-		n.mu.Unlock()
-		if stop || sess == 0 {
-			continue
-		}
-		_, err := n.store.KeepAlive(ctx, &sdk.KeepAliveRequest{ID: sess})
-		switch {
-		case err == nil:
-			lastOK = time.Now()
-			n.setFenced(false)
-		case errors.Is(err, sdk.ErrSessionExpired):
-			n.mu.Lock()
-			stop = n.shutdown
-			n.session = 0
-			n.signalLocked()
-			n.mu.Unlock()
-			if stop {
-				continue
-			}
-			n.log.Warn("cluster: session expired; the broker is fenced until it registers again", "session", sess)
-			n.setFenced(true)
-			for b := newBackoff(); ; {
-				err := n.register(ctx)
-				if err == nil {
-					break
-				}
-				if ctx.Err() != nil {
-					return
-				}
-				n.log.Error("cluster: register again", "err", err)
-				b.wait(ctx)
-			}
-			lastOK = time.Now()
-			n.catchUp(ctx)
-			n.setFenced(false)
-		case ctx.Err() != nil:
-			return
-		default:
-			if time.Since(lastOK) > n.cfg.SessionTTL {
-				n.log.Warn("cluster: session not renewed for a whole TTL; the broker is fenced", "err", err)
-				n.setFenced(true)
-			}
-			t.Reset(min(interval, 200*time.Millisecond))
-		}
-	}
-}
-
-// catchUp waits until the view has caught up with the store's current
-// revision, so a re-registered broker sees what happened while it was
-// fenced before it acts again.
-func (n *Node) catchUp(ctx context.Context) {
-	resp, err := n.store.Txn(ctx, &sdk.TxnRequest{})
-	if err != nil {
-		return
-	}
-	n.waitView(ctx, func(v *view) bool { return v.rev >= resp.Revision })
 }
 
 func (n *Node) setFenced(f bool) {

@@ -39,6 +39,10 @@ type Config struct {
 	// a voter to add it (AddNonvoter) at QuorumAddr, which is then required
 	// and must be an address the voters can dial (port 0 picks one).
 	NonVoter bool
+	// Dial, if set, opens every connection this node makes to another
+	// node's quorum address (raft RPCs and forwarded requests); nil dials
+	// TCP. Tests route a node's traffic through a proxy with it.
+	Dial DialFunc
 	// Logger receives quorum, leadership and session reports; nil means
 	// slog.Default().
 	Logger *slog.Logger

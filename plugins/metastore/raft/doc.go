@@ -23,6 +23,11 @@
 //     node's history.
 //   - KeepAlive goes to the leader (forwarded if need be).
 //
+// Every forwarded call has a deadline: the caller's, else LeaderWait. A
+// leader reached through a network that silently drops packets costs the
+// caller its deadline, never a TCP timeout (a broker's session keeper
+// depends on it to fence itself in time).
+//
 // A follower retries while no leader is known, the leader is unreachable
 // or the node it reached no longer leads (nothing was applied in those
 // cases), for up to Config.LeaderWait; then sdk.ErrUnavailable. A write

@@ -1,0 +1,192 @@
+package cluster
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vltava/vltava/plugins/metastore/raft"
+	"github.com/vltava/vltava/plugins/sdk"
+)
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// isolatedRaftStores opens a 3-voter raft store like raftStores, with
+// every byte node `cut` sends to or receives from the other voters going
+// through blackhole proxies: its own quorum address is a proxy, and it
+// dials the others through proxies of its own. Cutting the returned
+// proxies cuts that node off from the quorum, silently.
+func isolatedRaftStores(t *testing.T, cut int32) (map[int32]sdk.MetadataStore, []*blackhole) {
+	real := map[int32]string{}
+	lns := map[int32]net.Listener{}
+	for id := int32(1); id <= 3; id++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		real[id], lns[id] = ln.Addr().String(), ln
+	}
+	in := newBlackhole(t, real[cut])
+	proxies := []*blackhole{in}
+	out := map[string]string{} // real address → proxy address, for node cut's dials
+	voters := map[int32]string{}
+	for id, addr := range real {
+		voters[id] = addr
+		if id == cut {
+			voters[id] = in.addr()
+			continue
+		}
+		p := newBlackhole(t, addr)
+		proxies = append(proxies, p)
+		out[addr] = p.addr()
+	}
+	dial := func(addr string, timeout time.Duration) (net.Conn, error) {
+		if p, ok := out[addr]; ok {
+			addr = p
+		}
+		return net.DialTimeout("tcp", addr, timeout)
+	}
+	base := t.TempDir()
+	stores := map[int32]sdk.MetadataStore{}
+	for id := int32(1); id <= 3; id++ {
+		cfg := raft.Config{
+			NodeID: id, DataDir: filepath.Join(base, strconv.Itoa(int(id))), Voters: voters, Listener: lns[id],
+			Logger: testLogger(), HeartbeatTimeout: 400 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
+			CommitTimeout: 10 * time.Millisecond, ReapInterval: 20 * time.Millisecond, LeaderWait: waitLimit,
+		}
+		if id == cut {
+			cfg.Dial = dial
+		}
+		s, err := raft.Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[id] = s
+	}
+	return stores, proxies
+}
+
+// Fault 4 of issue 9: a broker whose packets to and from the metadata
+// quorum are silently dropped fences itself (stops leading) within its
+// session timeout of the cut, from its own clock, and before the
+// controller has moved its leadership to another broker. Before the fix
+// its keep-alive hung on a connection without a deadline and it never
+// fenced itself. Once the network heals it registers again and
+// unfences.
+func TestFencedWhenCutOffFromQuorum(t *testing.T) {
+	const ttl = 3 * time.Second
+	const cut = int32(3)
+	stores, proxies := isolatedRaftStores(t, cut)
+	var logs syncBuffer
+	c := newTestCluster(t, stores)
+	c.tune = func(cfg *Config) {
+		cfg.SessionTTL = ttl
+		if cfg.NodeID == cut {
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		c.start(id)
+	}
+	c.waitController()
+	eventually(t, "every node sees every broker", func() bool {
+		for _, n := range c.running() {
+			if len(n.Brokers()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := c.node(1).CreateTopic(ctxT(t), "t", 3, 3, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var led TopicPartition
+	for p := int32(0); p < 3; p++ {
+		tp := TopicPartition{"t", p}
+		st := c.partition(tp, "has a leader", func(st PartitionState, _ []int32) bool { return st.Leader != NoLeader })
+		if st.Leader == cut {
+			led = tp
+		}
+	}
+	if led.Topic == "" {
+		t.Fatalf("broker %d leads no partition of t", cut)
+	}
+	// Let a keep-alive or two succeed over the proxies first.
+	time.Sleep(ttl / 2)
+	if c.rec(cut).fenced {
+		t.Fatalf("broker %d fenced before the cut", cut)
+	}
+
+	cutAt := time.Now()
+	for _, p := range proxies {
+		p.cut.Store(true)
+	}
+	var fencedAt, movedAt time.Time
+	deadline := cutAt.Add(ttl + waitLimit)
+	for (fencedAt.IsZero() || movedAt.IsZero()) && time.Now().Before(deadline) {
+		now := time.Now()
+		if fencedAt.IsZero() && c.rec(cut).isFenced() {
+			fencedAt = now
+		}
+		if movedAt.IsZero() {
+			if st, _, ok := c.node(1).Partition(led.Topic, led.Partition); ok && st.Leader != cut {
+				movedAt = now
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if fencedAt.IsZero() {
+		t.Fatalf("broker %d never fenced itself after being cut off from the quorum (%v); its log:\n%s", cut, time.Since(cutAt), logs.String())
+	}
+	if took := fencedAt.Sub(cutAt); took > ttl+time.Second {
+		t.Errorf("broker %d fenced itself %v after the cut; want within the session timeout (%v) + 1s", cut, took, ttl)
+	}
+	if !strings.Contains(logs.String(), "the broker is fenced") {
+		t.Errorf("broker %d did not log that it is fenced; its log:\n%s", cut, logs.String())
+	}
+	if movedAt.IsZero() {
+		t.Fatalf("the controller never moved %s away from the cut-off broker %d", led, cut)
+	}
+	if !fencedAt.Before(movedAt) {
+		t.Errorf("the controller moved %s at %v after the cut, before broker %d fenced itself (%v)",
+			led, movedAt.Sub(cutAt), cut, fencedAt.Sub(cutAt))
+	}
+	t.Logf("cut-off broker fenced after %v; its leadership moved after %v", fencedAt.Sub(cutAt), movedAt.Sub(cutAt))
+
+	for _, p := range proxies {
+		p.heal()
+	}
+	eventually(t, "the healed broker unfences", func() bool { return !c.rec(cut).isFenced() && !c.node(cut).Fenced() })
+	c.partition(led, "is led by a live broker that every node agrees on", func(st PartitionState, _ []int32) bool {
+		return st.Leader != NoLeader && st.Leader != cut
+	})
+}
+
+func (r *recorder) isFenced() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fenced
+}

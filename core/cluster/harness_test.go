@@ -218,6 +218,9 @@ func (c *testCluster) config(id int32) Config {
 		NodeID: id, Host: "127.0.0.1", Port: 9000 + id,
 		SessionTTL: 600 * time.Millisecond,
 		Logger:     testLogger(),
+		// Nothing listens on these ports: tests that probe listeners
+		// give real ones and turn the probe back on.
+		NoDeadBrokerProbe: true,
 	}
 	if c.tune != nil {
 		c.tune(&cfg)

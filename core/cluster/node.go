@@ -46,6 +46,12 @@ type Config struct {
 	DefaultReplicationFactor int16
 	DefaultPartitions        int32
 
+	// NoDeadBrokerProbe turns off ending a dead broker's session early
+	// (see doc.go): brokers are then declared dead by the session
+	// timeout alone, as in Kafka. Host:Port must be a listener this
+	// broker binds before Start and keeps until Close unless it is set.
+	NoDeadBrokerProbe bool
+
 	// ShutdownTimeout bounds ShutDown's wait for leaderships to move
 	// (default 30s).
 	ShutdownTimeout time.Duration
@@ -187,6 +193,10 @@ func Start(ctx context.Context, store sdk.MetadataStore, cfg Config, apply Appli
 	go n.keepSession(n.ctx)
 	go n.watchLoop(n.ctx, listed)
 	go n.runController(n.ctx)
+	if !cfg.NoDeadBrokerProbe {
+		n.wg.Add(1)
+		go n.watchPeers(n.ctx)
+	}
 	return n, nil
 }
 

@@ -44,7 +44,7 @@ func (n *Node) load(ctx context.Context, old *view) (*view, []int64, error) {
 			if kv.Key == controllerEpochKey {
 				continue
 			}
-			ev := &sdk.WatchEvent{Type: sdk.EventPut, Key: kv.Key, Value: kv.Value, Version: kv.Version, Revision: kv.Version}
+			ev := &sdk.WatchEvent{Type: sdk.EventPut, Key: kv.Key, Value: kv.Value, Version: kv.Version, Session: kv.Session, Revision: kv.Version}
 			if err := v.applyEvent(ev, &change{}); err != nil {
 				n.log.Error("cluster: ignoring an undecodable key", "key", kv.Key, "err", err)
 			}

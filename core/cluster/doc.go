@@ -57,6 +57,28 @@
 // The store must honor context deadlines: the raft store bounds every
 // forwarded call, the plugin bridge carries deadlines over gRPC.
 //
+// # Ending a dead broker's session
+//
+// A process that died is visible at once: its listener refuses TCP
+// connections. The controller keeps one idle connection open to the
+// Kafka listener (the registered host:port) of every other registered
+// broker, and every other Node keeps one to the controller's broker. When
+// such a connection ends, or can not be opened, the watcher dials again:
+// two refusals in a row, 100ms apart, while the view still shows the
+// same registration (same session), confirm that the process that
+// registered is gone, and the Node revokes that session (logging why).
+// The store deletes /brokers/<id> (and /controller, if it was the
+// controller's) in one revision, and the controller's next pass elects
+// the first live ISR member in the same write that shrinks the ISR, so
+// the partition never goes through "offline" while an ISR member lives.
+// This is safe because a live broker binds its listener before Start
+// registers it and closes it only once it is leaving, so a registered
+// live broker never refuses. A hung process (SIGSTOP, a GC pause) or a
+// partition is different: connections into its backlog succeed or time
+// out, are never refused, and only the session timeout declares it dead;
+// a slow broker keeps its session. Config.NoDeadBrokerProbe turns the
+// probe off (Kafka's behavior: the session timeout alone).
+//
 // # Controller election
 //
 // Every Node is a candidate. When its view shows no /controller and it
@@ -135,9 +157,11 @@
 //
 // # Goroutines
 //
-// Start starts three, all stopped and waited for by Close: the session
+// Start starts four, all stopped and waited for by Close: the session
 // keeper, the watcher (plus one pump per watch stream, which the watcher
-// stops and waits for when the stream ends), and the controller
-// candidacy, which runs the controller loop while elected. Applier calls
+// stops and waits for when the stream ends), the controller candidacy,
+// which runs the controller loop while elected, and the peer watch
+// (watchPeers, plus one goroutine per watched registration, which it
+// stops and waits for when the registration leaves its set). Applier calls
 // are serialized by Node.applyMu.
 package cluster

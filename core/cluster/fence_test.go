@@ -190,3 +190,5 @@ func (r *recorder) isFenced() bool {
 	defer r.mu.Unlock()
 	return r.fenced
 }
+
+func slogTo(w *syncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

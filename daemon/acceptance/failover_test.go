@@ -45,16 +45,32 @@ func startDefaultCluster(t *testing.T, n int) *daemontest.Cluster {
 
 // failoverClient is a franz-go acks=all (idempotent) producer with the
 // Java client's backoffs (100 ms between retries and metadata refreshes)
-// instead of franz-go's 5 s metadata minimum age.
+// instead of franz-go's 5 s metadata minimum age, and a 2 s request
+// timeout (1 s produce timeout + 1 s overhead) instead of 20 s: a client
+// learns that a SIGSTOPped leader is silent only from its own timeout.
 func failoverClient(t *testing.T, c *daemontest.Cluster, topic string) *kgo.Client {
 	return clusterClient(t, c, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProduceRequestTimeout(time.Second), kgo.RequestTimeoutOverhead(time.Second), debugLogger())
+}
+
+func debugLogger() kgo.Opt {
+	path := os.Getenv("VLTAVA_FAILOVER_CLIENT_LOG")
+	if path == "" {
+		return kgo.WithLogger(nil)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	return kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") }))
 }
 
 // failover is what one leader failure looked like from outside.
 type failover struct {
 	leader, successor int32
 	took              time.Duration // failure to the first acknowledgement after it
+	elected           time.Duration // failure to the first Metadata answer naming another leader
 	noLeader          int           // Metadata answers with leader -1 from live brokers
 	noLeaderFor       time.Duration // first to last such answer
 	polls             int
@@ -116,7 +132,7 @@ func measureFailover(t *testing.T, c *daemontest.Cluster, topic string, rate int
 	var res failover
 	res.leader = leader
 	var pollMu sync.Mutex
-	var first, last time.Time
+	var first, last, electedAt time.Time
 	for _, p := range c.Brokers() {
 		if p.NodeID() == leader {
 			continue
@@ -140,6 +156,9 @@ func measureFailover(t *testing.T, c *daemontest.Cluster, topic string, rate int
 							}
 							pollMu.Lock()
 							res.polls++
+							if mp.Leader >= 0 && mp.Leader != leader && electedAt.IsZero() {
+								electedAt = time.Now()
+							}
 							if mp.Leader < 0 {
 								res.noLeader++
 								now := time.Now()
@@ -171,6 +190,11 @@ func measureFailover(t *testing.T, c *daemontest.Cluster, topic string, rate int
 	wg.Wait()
 	mu.Lock()
 	res.took = firstAck.Sub(failedAt)
+	pollMu.Lock()
+	if !electedAt.IsZero() {
+		res.elected = electedAt.Sub(failedAt)
+	}
+	pollMu.Unlock()
 	mu.Unlock()
 	if !first.IsZero() {
 		res.noLeaderFor = last.Sub(first)
@@ -236,8 +260,8 @@ func TestFailoverFigures(t *testing.T) {
 		noLeader := 0
 		for i := range runs {
 			r := measureFailover(t, c, topic, 200, k.fail, k.restore)
-			t.Logf("%s %d: leader %d -> %d, first acks=all write acknowledged after %v; Metadata leader -1 in %d of %d answers (over %v)",
-				k.name, i+1, r.leader, r.successor, r.took.Round(time.Millisecond), r.noLeader, r.polls, r.noLeaderFor.Round(time.Millisecond))
+			t.Logf("%s %d: leader %d -> %d, Metadata names the successor after %v, first acks=all write acknowledged after %v; Metadata leader -1 in %d of %d answers (over %v)",
+				k.name, i+1, r.leader, r.successor, r.elected.Round(time.Millisecond), r.took.Round(time.Millisecond), r.noLeader, r.polls, r.noLeaderFor.Round(time.Millisecond))
 			took = append(took, r.took)
 			noLeader += r.noLeader
 		}

@@ -3,16 +3,12 @@ package cluster
 import (
 	"bytes"
 	"log/slog"
-	"net"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/vltava/vltava/plugins/metastore/raft"
-	"github.com/vltava/vltava/plugins/sdk"
+	"github.com/vltava/vltava/core/cluster/clustertest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test to share.
@@ -33,62 +29,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// isolatedRaftStores opens a 3-voter raft store like raftStores, with
-// every byte node `cut` sends to or receives from the other voters going
-// through blackhole proxies: its own quorum address is a proxy, and it
-// dials the others through proxies of its own. Cutting the returned
-// proxies cuts that node off from the quorum, silently.
-func isolatedRaftStores(t *testing.T, cut int32) (map[int32]sdk.MetadataStore, []*blackhole) {
-	real := map[int32]string{}
-	lns := map[int32]net.Listener{}
-	for id := int32(1); id <= 3; id++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		real[id], lns[id] = ln.Addr().String(), ln
-	}
-	in := newBlackhole(t, real[cut])
-	proxies := []*blackhole{in}
-	out := map[string]string{} // real address → proxy address, for node cut's dials
-	voters := map[int32]string{}
-	for id, addr := range real {
-		voters[id] = addr
-		if id == cut {
-			voters[id] = in.addr()
-			continue
-		}
-		p := newBlackhole(t, addr)
-		proxies = append(proxies, p)
-		out[addr] = p.addr()
-	}
-	dial := func(addr string, timeout time.Duration) (net.Conn, error) {
-		if p, ok := out[addr]; ok {
-			addr = p
-		}
-		return net.DialTimeout("tcp", addr, timeout)
-	}
-	base := t.TempDir()
-	stores := map[int32]sdk.MetadataStore{}
-	for id := int32(1); id <= 3; id++ {
-		cfg := raft.Config{
-			NodeID: id, DataDir: filepath.Join(base, strconv.Itoa(int(id))), Voters: voters, Listener: lns[id],
-			Logger: testLogger(), HeartbeatTimeout: 400 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
-			CommitTimeout: 10 * time.Millisecond, ReapInterval: 20 * time.Millisecond, LeaderWait: waitLimit,
-		}
-		if id == cut {
-			cfg.Dial = dial
-		}
-		s, err := raft.Open(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		stores[id] = s
-	}
-	return stores, proxies
-}
-
 // Fault 4 of issue 9: a broker whose packets to and from the metadata
 // quorum are silently dropped fences itself (stops leading) within its
 // session timeout of the cut, from its own clock, and before the
@@ -99,7 +39,7 @@ func isolatedRaftStores(t *testing.T, cut int32) (map[int32]sdk.MetadataStore, [
 func TestFencedWhenCutOffFromQuorum(t *testing.T) {
 	const ttl = 3 * time.Second
 	const cut = int32(3)
-	stores, proxies := isolatedRaftStores(t, cut)
+	stores, network := clustertest.IsolatedRaft(t, cut, testLogger(), waitLimit)
 	var logs syncBuffer
 	c := newTestCluster(t, stores)
 	c.tune = func(cfg *Config) {
@@ -141,9 +81,7 @@ func TestFencedWhenCutOffFromQuorum(t *testing.T) {
 	}
 
 	cutAt := time.Now()
-	for _, p := range proxies {
-		p.cut.Store(true)
-	}
+	network.Cut()
 	var fencedAt, movedAt time.Time
 	deadline := cutAt.Add(ttl + waitLimit)
 	for (fencedAt.IsZero() || movedAt.IsZero()) && time.Now().Before(deadline) {
@@ -176,9 +114,7 @@ func TestFencedWhenCutOffFromQuorum(t *testing.T) {
 	}
 	t.Logf("cut-off broker fenced after %v; its leadership moved after %v", fencedAt.Sub(cutAt), movedAt.Sub(cutAt))
 
-	for _, p := range proxies {
-		p.heal()
-	}
+	network.Heal()
 	eventually(t, "the healed broker unfences", func() bool { return !c.rec(cut).isFenced() && !c.node(cut).Fenced() })
 	c.partition(led, "is led by a live broker that every node agrees on", func(st PartitionState, _ []int32) bool {
 		return st.Leader != NoLeader && st.Leader != cut

@@ -93,6 +93,7 @@ func measureFailover(t *testing.T, c *daemontest.Cluster, topic string, rate int
 	var (
 		mu        sync.Mutex
 		failedAt  time.Time
+		armed     bool // fail returned: acknowledgements come from the successor
 		firstAck  time.Time
 		lastOff   int64 = -1
 		ackedSeen       = make(chan struct{})
@@ -117,7 +118,9 @@ func measureFailover(t *testing.T, c *daemontest.Cluster, topic string, rate int
 				if err != nil {
 					return
 				}
-				if failedAt.IsZero() {
+				if !armed {
+					// Before the failure, or acknowledged by the failing
+					// leader before fail returned.
 					lastOff = max(lastOff, r.Offset)
 					return
 				}
@@ -180,6 +183,9 @@ func measureFailover(t *testing.T, c *daemontest.Cluster, topic string, rate int
 	failedAt = time.Now()
 	mu.Unlock()
 	fail(c.Broker(leader))
+	mu.Lock()
+	armed = true
+	mu.Unlock()
 	select {
 	case <-ackedSeen:
 	case <-time.After(60 * time.Second):

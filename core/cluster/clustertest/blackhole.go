@@ -1,4 +1,9 @@
-package cluster
+// Package clustertest cuts brokers off from the raft metadata quorum in
+// tests: Blackhole is a loopback TCP proxy that starts swallowing bytes on
+// demand, and IsolatedRaft opens an in-process three-voter raft store
+// whose chosen node reaches (and is reached by) the others only through
+// blackholes.
+package clustertest
 
 import (
 	"io"
@@ -8,15 +13,15 @@ import (
 	"testing"
 )
 
-// blackhole is a TCP proxy on loopback in front of target. Until cut it
+// Blackhole is a TCP proxy on loopback in front of target. Until cut it
 // forwards both ways; once cut it still accepts connections and reads
 // everything sent on them, but forwards and answers nothing, as a network
 // that silently drops packets does (no reset, no FIN). heal closes the
 // connections cut had frozen and forwards again.
-type blackhole struct {
+type Blackhole struct {
 	ln     net.Listener
 	target string
-	cut    atomic.Bool
+	cut    atomic.Bool // see Cut
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -24,22 +29,23 @@ type blackhole struct {
 	wg     sync.WaitGroup // accept loop and pumps
 }
 
-func newBlackhole(t *testing.T, target string) *blackhole {
+func NewBlackhole(t testing.TB, target string) *Blackhole {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &blackhole{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Blackhole{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
 }
 
-func (p *blackhole) addr() string { return p.ln.Addr().String() }
+// Addr is the proxy's listening address.
+func (p *Blackhole) Addr() string { return p.ln.Addr().String() }
 
-func (p *blackhole) track(cs ...net.Conn) bool {
+func (p *Blackhole) track(cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -54,7 +60,7 @@ func (p *blackhole) track(cs ...net.Conn) bool {
 	return true
 }
 
-func (p *blackhole) accept() {
+func (p *Blackhole) accept() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
@@ -83,7 +89,7 @@ func (p *blackhole) accept() {
 
 // pump copies from src to dst while the proxy is not cut, and reads and
 // discards once it is (dst nil: discard from the start).
-func (p *blackhole) pump(src, dst net.Conn) {
+func (p *Blackhole) pump(src, dst net.Conn) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
@@ -106,9 +112,9 @@ func (p *blackhole) pump(src, dst net.Conn) {
 	}
 }
 
-// heal drops every connection (those frozen by cut among them) and
+// Heal drops every connection (those frozen by cut among them) and
 // forwards new ones again.
-func (p *blackhole) heal() {
+func (p *Blackhole) Heal() {
 	p.mu.Lock()
 	conns := p.conns
 	p.conns = map[net.Conn]struct{}{}
@@ -119,7 +125,7 @@ func (p *blackhole) heal() {
 	}
 }
 
-func (p *blackhole) close() {
+func (p *Blackhole) close() {
 	p.mu.Lock()
 	p.closed = true
 	conns := p.conns
@@ -131,3 +137,7 @@ func (p *blackhole) close() {
 	}
 	p.wg.Wait()
 }
+
+// Cut starts swallowing: from now on nothing is forwarded or answered on
+// any connection, old or new.
+func (p *Blackhole) Cut() { p.cut.Store(true) }

@@ -144,6 +144,15 @@
 // the Node lists again, compares with its view, and tells the Applier the
 // difference, so no change is missed.
 //
+// A watch can also stall without failing (a store node that stopped
+// receiving the log, a connection whose packets are dropped), so the
+// watcher checks its own liveness every TTL/3: it reads the store's
+// current revision (a linearizable List of /controller-epoch, no write)
+// and, if the view has not reached the revision read at the previous
+// check, lists again and starts a new watch. This assumes every key in
+// the store begins with "/" (all of Vltava's do): a key outside the
+// watched prefix would move the store's revision without an event.
+//
 // Topic records reach the broker through the optional TopicApplier: every
 // write of /topics/<name> (created, configs altered, partitions added,
 // replicas reassigned) — and, after a re-listing, every topic whose

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vltava/vltava/core/cluster/clustertest"
+	"github.com/vltava/vltava/plugins/sdk"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test to share.
@@ -128,3 +129,25 @@ func (r *recorder) isFenced() bool {
 }
 
 func slogTo(w *syncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// A watch stream that stalls silently (no error, no more events, as over
+// a connection whose packets are dropped) is caught by the watcher's own
+// liveness check and replaced by a fresh listing: the broker still sees a
+// topic created meanwhile, while its streams keep stalling.
+func TestStalledWatchIsReplaced(t *testing.T) {
+	s := openLocal(t)
+	flaky := &flakyStore{MetadataStore: s}
+	c := newTestCluster(t, map[int32]sdk.MetadataStore{1: s, 2: s, 3: flaky})
+	for id := int32(1); id <= 3; id++ {
+		c.start(id)
+	}
+	c.waitController()
+	flaky.stall.Store(true)
+	if _, err := c.node(1).CreateTopic(ctxT(t), "stall", 1, 3, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "broker 3 sees the topic created while its watch stalled", func() bool {
+		_, ok := c.node(3).Topic("stall")
+		return ok
+	})
+}

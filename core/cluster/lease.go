@@ -166,9 +166,9 @@ func (n *Node) reRegister(ctx context.Context, sess sdk.SessionID) bool {
 func (n *Node) catchUp(ctx context.Context, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := n.store.Txn(ctx, &sdk.TxnRequest{})
+	rev, err := n.storeRevision(ctx)
 	if err != nil {
 		return false
 	}
-	return n.waitView(ctx, func(v *view) bool { return v.rev >= resp.Revision })
+	return n.waitView(ctx, func(v *view) bool { return v.rev >= rev })
 }

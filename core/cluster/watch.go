@@ -181,6 +181,9 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 		stream.Close()
 		<-done
 	}()
+	check := time.NewTicker(n.cfg.SessionTTL / 3)
+	defer check.Stop()
+	var want int64 // the store's revision one check ago
 	var pending *recvResult
 	for {
 		var first recvResult
@@ -189,6 +192,12 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 		} else {
 			select {
 			case first = <-ch:
+			case <-check.C:
+				var err error
+				if want, err = n.checkWatch(ctx, want); err != nil {
+					return err
+				}
+				continue
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -212,6 +221,36 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 		}
 		n.applyBatch(batch, listed)
 	}
+}
+
+// checkWatch gives the watch its own liveness: a stream can stall
+// without failing (a store whose node stopped receiving the log, a
+// connection whose packets are dropped). Every check reads the store's
+// current revision; if the view has not reached the revision read at the
+// previous check, the stream is declared stalled and the watcher lists
+// again. It returns the revision to expect at the next check (0 if the
+// store could not be read: nothing to compare with then).
+func (n *Node) checkWatch(ctx context.Context, want int64) (int64, error) {
+	if rev := n.snapshot().rev; want > 0 && rev < want {
+		return 0, fmt.Errorf("cluster: metadata watch stalled: the view is at revision %d, the store was at %d a check ago", rev, want)
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
+	defer cancel()
+	rev, err := n.storeRevision(rctx)
+	if err != nil {
+		return 0, nil
+	}
+	return rev, nil
+}
+
+// storeRevision reads the store's current revision linearizably, without
+// writing: a listing of the one key /controller-epoch.
+func (n *Node) storeRevision(ctx context.Context) (int64, error) {
+	resp, err := n.store.List(ctx, &sdk.ListRequest{Prefix: controllerEpochKey})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Revision, nil
 }
 
 // applyBatch folds the events of one revision into a copy of the view.

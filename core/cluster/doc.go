@@ -21,6 +21,8 @@
 //	    {"id":"<32 hex>","partitions":2,"configs":{...},"replicas":[[1,2,3],[2,3,1]]}
 //	/partitions/<name>/<p>    persistent
 //	    {"leader":1,"leader_epoch":4,"isr":[1,2,3],"partition_epoch":9,"adding":[],"removing":[]}
+//	/suspects/<id>            ephemeral (the suspecting broker's session)
+//	    {"by":2,"session":<the suspected registration's session>}
 //
 // A topic without "replicas" was written by a single-broker Vltava; the
 // controller gives it to itself (replicas [[self],...]) and writes the
@@ -63,21 +65,27 @@
 // connections. The controller keeps one idle connection open to the
 // Kafka listener (the registered host:port) of every other registered
 // broker, and every other Node keeps one to the controller's broker. When
-// such a connection ends, or can not be opened, the watcher dials again:
-// two refusals in a row, 100ms apart, while the view still shows the
-// same registration (same session), confirm that the process that
-// registered is gone, and the Node revokes that session (logging why).
-// The store deletes /brokers/<id> (and /controller, if it was the
-// controller's) in one revision, and the controller's next pass elects
-// the first live ISR member in the same write that shrinks the ISR, so
-// the partition never goes through "offline" while an ISR member lives.
-// This is safe because a live broker binds its listener before Start
-// registers it and closes it only once it is leaving, so a registered
-// live broker never refuses. A hung process (SIGSTOP, a GC pause) or a
-// partition is different: connections into its backlog succeed or time
-// out, are never refused, and only the session timeout declares it dead;
-// a slow broker keeps its session. Config.NoDeadBrokerProbe turns the
-// probe off (Kafka's behavior: the session timeout alone).
+// such a connection ends, or can not be opened, the watcher dials again.
+// On a refusal it asks the broker, through the quorum, whether it lives:
+// it writes /suspects/<id> naming the registration's session, and every
+// Node deletes a suspicion of its own current session as soon as its
+// view shows it (answerSuspicions). 500ms later it dials once more; if
+// that is refused too, one Txn, conditioned on the suspicion being
+// unanswered (same version) and the registration unchanged, deletes
+// /brokers/<id> and the suspicion; then it revokes the session (so
+// /controller goes too, if it was the controller's), logging why. The
+// controller's next pass elects the first live ISR member in the same
+// write that shrinks the ISR, so the partition never goes through
+// "offline" while an ISR member lives. A live broker is never ended this
+// way: a registered broker binds its listener before it registers and
+// closes it only once it is leaving, and should its listener refuse
+// anyway (a firewall's reset, a full accept queue with
+// tcp_abort_on_overflow), its answer fails the Txn and the watcher leaves
+// it to its session timeout. A hung process (SIGSTOP, a GC pause) or a
+// partition accepts connections into its backlog or times out, is never
+// refused, and only the session timeout declares it dead.
+// Config.NoDeadBrokerProbe turns the probe off (Kafka's behavior: the
+// session timeout alone); brokers still answer suspicions.
 //
 // # Controller election
 //
@@ -166,11 +174,12 @@
 //
 // # Goroutines
 //
-// Start starts four, all stopped and waited for by Close: the session
+// Start starts five, all stopped and waited for by Close: the session
 // keeper, the watcher (plus one pump per watch stream, which the watcher
 // stops and waits for when the stream ends), the controller candidacy,
-// which runs the controller loop while elected, and the peer watch
-// (watchPeers, plus one goroutine per watched registration, which it
-// stops and waits for when the registration leaves its set). Applier calls
+// which runs the controller loop while elected, the suspicion answerer,
+// and the peer watch (watchPeers, plus one goroutine per watched
+// registration, which it stops and waits for when the registration
+// leaves its set; not started with Config.NoDeadBrokerProbe). Applier calls
 // are serialized by Node.applyMu.
 package cluster

@@ -151,6 +151,9 @@ type Node struct {
 	fenced        bool
 	shutdown      bool  // ShutDown or Close began: do not register again
 	controllerVer int64 // version of /controller while this Node is controller, else 0
+	suspicion     int64 // version of an unanswered /suspects/<self> for the current session, else 0
+
+	suspected chan struct{} // wakes answerSuspicions; buffered 1
 }
 
 // Start registers the broker, loads the cluster state (calling the
@@ -173,6 +176,7 @@ func Start(ctx context.Context, store sdk.MetadataStore, cfg Config, apply Appli
 		incarnation: hex.EncodeToString(inc[:]),
 		view:        newView(),
 		changed:     make(chan struct{}),
+		suspected:   make(chan struct{}, 1),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.register(ctx); err != nil {
@@ -189,10 +193,11 @@ func Start(ctx context.Context, store sdk.MetadataStore, cfg Config, apply Appli
 		n.cancel()
 		return nil, err
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.keepSession(n.ctx)
 	go n.watchLoop(n.ctx, listed)
 	go n.runController(n.ctx)
+	go n.answerSuspicions(n.ctx)
 	if !cfg.NoDeadBrokerProbe {
 		n.wg.Add(1)
 		go n.watchPeers(n.ctx)

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"syscall"
@@ -15,10 +17,10 @@ import (
 const (
 	// peerDialTimeout bounds one connection attempt to a peer's listener.
 	peerDialTimeout = time.Second
-	// peerRefusals is how many refused connections in a row, peerRecheck
-	// apart, confirm that a peer's process is gone.
-	peerRefusals = 2
-	peerRecheck  = 100 * time.Millisecond
+	// peerConfirmWindow is how long a suspected broker has to answer
+	// through the quorum (delete its /suspects key) before a second
+	// refused connection ends its session.
+	peerConfirmWindow = 500 * time.Millisecond
 	// peerRetry spaces attempts after a connection attempt that neither
 	// succeeded nor was refused (a timeout: a hung host or a partition,
 	// which only the session timeout may judge).
@@ -30,6 +32,13 @@ type peer struct {
 	id      int32
 	addr    string
 	session sdk.SessionID
+	version int64 // of /brokers/<id>
+}
+
+// suspicion is the value of /suspects/<id>.
+type suspicion struct {
+	By      int32         `json:"by"`
+	Session sdk.SessionID `json:"session"` // the suspected registration's
 }
 
 // watchPeers is owned by the Node (n.wg; it ends when ctx does, after
@@ -106,37 +115,95 @@ func (n *Node) peersToWatch(v *view) map[peer]bool {
 		if !ctl && (v.controller.version == 0 || v.controller.id != id) {
 			continue
 		}
-		want[peer{id: id, addr: net.JoinHostPort(b.info.Host, strconv.Itoa(int(b.info.Port))), session: b.session}] = true
+		want[peer{id: id, addr: net.JoinHostPort(b.info.Host, strconv.Itoa(int(b.info.Port))), session: b.session, version: b.version}] = true
 	}
 	return want
 }
 
 // watchPeer holds a connection to p's listener and probes it when the
 // connection ends, until ctx ends or p's death is confirmed and its
-// session ended.
+// session ended. A refused connection makes it ask p, through the
+// quorum, to prove it is alive; a second refusal after
+// peerConfirmWindow, with no answer, confirms the death.
 func (n *Node) watchPeer(ctx context.Context, p peer) {
 	d := net.Dialer{Timeout: peerDialTimeout}
-	refused := 0
-	for ctx.Err() == nil {
+	dial := func() (net.Conn, bool) {
 		conn, err := d.DialContext(ctx, "tcp", p.addr)
+		return conn, err != nil && errors.Is(err, syscall.ECONNREFUSED)
+	}
+	for ctx.Err() == nil {
+		conn, refused := dial()
 		switch {
-		case err == nil:
-			refused = 0
+		case conn != nil:
 			holdConn(ctx, conn)
 			continue // probe at once
-		case errors.Is(err, syscall.ECONNREFUSED):
-			refused++
-			if refused >= peerRefusals {
-				n.endDeadSession(ctx, p)
-				return
+		case !refused:
+			sleepCtx(ctx, peerRetry)
+			continue
+		}
+		ver, err := n.suspect(ctx, p)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Debug("cluster: could not ask a broker whose listener refuses connections whether it lives", "broker", p.id, "err", err)
 			}
-			sleepCtx(ctx, peerRecheck)
+			sleepCtx(ctx, peerRetry)
+			continue
+		}
+		sleepCtx(ctx, peerConfirmWindow)
+		if conn, refused = dial(); conn != nil || !refused {
+			n.withdraw(p, ver)
+			if conn != nil {
+				holdConn(ctx, conn)
+			}
+			continue
+		}
+		switch n.endDeadSession(ctx, p, ver) {
+		case verdictDead:
+			return
+		case verdictAlive:
+			n.log.Warn("cluster: a broker whose listener refuses connections answers through the metadata quorum; leaving it to its session timeout",
+				"broker", p.id, "address", p.addr)
+			sleepCtx(ctx, n.cfg.SessionTTL)
 		default:
-			refused = 0
 			sleepCtx(ctx, peerRetry)
 		}
 	}
 }
+
+// suspect writes /suspects/<id> (ephemeral, with this Node's session):
+// the suspected broker deletes it if it lives. It returns the key's
+// version.
+func (n *Node) suspect(ctx context.Context, p peer) (int64, error) {
+	sess := n.currentSession()
+	if sess == 0 {
+		return 0, fmt.Errorf("cluster: not registered")
+	}
+	raw, _ := json.Marshal(suspicion{By: n.cfg.NodeID, Session: p.session})
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
+	defer cancel()
+	resp, err := n.store.Put(ctx, &sdk.PutRequest{Key: suspectKey(p.id), Value: raw, ExpectVersion: sdk.AnyVersion, Session: sess})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Version, nil
+}
+
+// withdraw deletes this Node's suspicion of p (best effort: it is
+// ephemeral, and the next suspicion overwrites it).
+func (n *Node) withdraw(p peer, ver int64) {
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.SessionTTL/3)
+	defer cancel()
+	n.store.Delete(ctx, &sdk.DeleteRequest{Key: suspectKey(p.id), ExpectVersion: ver})
+}
+
+// verdict is endDeadSession's outcome.
+type verdict uint8
+
+const (
+	verdictUnknown verdict = iota // the store could not be asked, or another Node decides
+	verdictDead                   // the registration is gone, the session ended
+	verdictAlive                  // the broker answered the suspicion
+)
 
 // holdConn blocks until conn ends (the peer closed it, its host reset
 // it) or ctx ends. Nothing is ever sent; whatever arrives is discarded.
@@ -161,16 +228,38 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// endDeadSession revokes the session of p's registration if the view
-// still shows that registration, retrying while the store is
-// unavailable (a quorum that lost its leader with the dead process).
-func (n *Node) endDeadSession(ctx context.Context, p peer) {
+// endDeadSession ends p's registration if its suspicion ver is still
+// unanswered and the registration unchanged, in one Txn (deleting
+// /brokers/<id> and the suspicion), then revokes its session so the rest
+// of its keys (/controller, if it was the controller's) go too.
+func (n *Node) endDeadSession(ctx context.Context, p peer, ver int64) verdict {
 	if b, ok := n.snapshot().brokers[p.id]; !ok || b.session != p.session {
-		return
+		return verdictDead
 	}
-	n.log.Info("cluster: broker's listener refuses connections: its process is gone; ending its session now",
+	tctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
+	_, err := n.store.Txn(tctx, &sdk.TxnRequest{
+		Conditions: []sdk.Condition{{Key: suspectKey(p.id), Version: ver}, {Key: brokerKey(p.id), Version: p.version}},
+		Ops:        []sdk.Op{{Type: sdk.OpDelete, Key: brokerKey(p.id)}, {Type: sdk.OpDelete, Key: suspectKey(p.id)}},
+	})
+	cancel()
+	switch {
+	case errors.Is(err, sdk.ErrVersionMismatch):
+		gctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
+		defer cancel()
+		_, gerr := n.store.Get(gctx, &sdk.GetRequest{Key: suspectKey(p.id)})
+		if errors.Is(gerr, sdk.ErrNotFound) {
+			if b, ok := n.snapshot().brokers[p.id]; ok && b.session == p.session {
+				return verdictAlive
+			}
+			return verdictDead
+		}
+		return verdictUnknown // another Node's suspicion replaced ours: it decides
+	case err != nil:
+		return verdictUnknown
+	}
+	n.log.Info("cluster: broker's listener refuses connections and it did not answer through the quorum: its process is gone; ended its registration and session",
 		"broker", p.id, "address", p.addr, "session", p.session)
-	err := n.retry(ctx, "end a dead broker's session", func() error {
+	err = n.retry(ctx, "end a dead broker's session", func() error {
 		rctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
 		defer cancel()
 		_, err := n.store.RevokeSession(rctx, &sdk.RevokeSessionRequest{ID: p.session})
@@ -178,5 +267,55 @@ func (n *Node) endDeadSession(ctx context.Context, p peer) {
 	})
 	if err != nil && !errors.Is(err, sdk.ErrSessionExpired) && ctx.Err() == nil {
 		n.log.Warn("cluster: ending a dead broker's session failed; its session timeout will", "broker", p.id, "err", err)
+	}
+	return verdictDead
+}
+
+// noteSuspicion is called by the watcher for every write of this
+// broker's /suspects key: if it names the current session, the
+// suspicion goroutine answers it.
+func (n *Node) noteSuspicion(ev *sdk.WatchEvent) {
+	if ev.Type != sdk.EventPut {
+		return
+	}
+	var s suspicion
+	if json.Unmarshal(ev.Value, &s) != nil {
+		return
+	}
+	n.mu.Lock()
+	if s.Session != n.session || n.session == 0 {
+		n.mu.Unlock()
+		return
+	}
+	n.suspicion = max(n.suspicion, ev.Version)
+	n.mu.Unlock()
+	select {
+	case n.suspected <- struct{}{}:
+	default:
+	}
+}
+
+// answerSuspicions is owned by the Node (n.wg): it deletes every
+// suspicion of this broker, proving through the quorum that it lives.
+func (n *Node) answerSuspicions(ctx context.Context) {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.suspected:
+		}
+		n.mu.Lock()
+		ver := n.suspicion
+		n.suspicion = 0
+		n.mu.Unlock()
+		if ver == 0 {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
+		_, err := n.store.Delete(actx, &sdk.DeleteRequest{Key: suspectKey(n.cfg.NodeID), ExpectVersion: ver})
+		cancel()
+		n.log.Warn("cluster: another broker found this broker's listener refusing connections and asked whether it lives; answered",
+			"err", err)
 	}
 }

@@ -155,7 +155,7 @@ func TestDeadBrokerSessionEndsEarly(t *testing.T) {
 					}
 				}
 			}
-			if !strings.Contains(logs.String(), "refuses connections") {
+			if !strings.Contains(logs.String(), "its process is gone") {
 				t.Errorf("no node logged why it ended broker %d's session; logs:\n%s", victim, logs.String())
 			}
 		})
@@ -192,33 +192,35 @@ func acceptAndHold(t *testing.T, ln net.Listener) {
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 }
 
-// A broker that is alive but slow keeps its session: its listener
-// accepts connections but closes each at once (the watcher never holds
-// one), another's listener accepts but never answers (a hung process:
-// connections succeed into the backlog), and keep-alives of the first
-// stall for a while. Nobody ends either session, nobody is fenced.
+// A broker that is alive keeps its session, however its listener
+// behaves: broker 2's listener is closed (it refuses connections: the
+// controller suspects it, and it answers through the quorum), broker 3's
+// accepts connections but closes each at once and its keep-alives stall
+// for a while, broker 4's accepts into the backlog but never answers (a
+// hung process). Nobody ends a session, nobody is fenced.
 func TestSlowLiveBrokerKeepsSession(t *testing.T) {
 	const ttl = 2 * time.Second
 	s := openLocal(t)
 	flaky := &flakyStore{MetadataStore: s}
-	stores := map[int32]sdk.MetadataStore{1: s, 2: s, 3: flaky}
-	lns := listeners(t, 3)
+	stores := map[int32]sdk.MetadataStore{1: s, 2: s, 3: flaky, 4: s}
+	lns := listeners(t, 4)
 	acceptAndHold(t, lns[1])
-	// lns[2] is never accepted from: the kernel still completes handshakes.
 	acceptAndClose(t, lns[3])
+	// lns[4] is never accepted from: the kernel still completes handshakes.
 	var logs syncBuffer
-	c := probedCluster(t, 3, ttl, lns, stores, &logs)
+	c := probedCluster(t, 4, ttl, lns, stores, &logs)
 	ctl := c.waitController()
 	sessions := map[int32]sdk.SessionID{}
 	for id, b := range c.node(ctl).snapshot().brokers {
 		sessions[id] = b.session
 	}
+	lns[2].Close() // refuses from now on
 	// Keep-alives of broker 3 stall for well under the session timeout.
 	flaky.noKeepAlive.Store(true)
 	time.Sleep(ttl / 4)
 	flaky.noKeepAlive.Store(false)
 	time.Sleep(2 * ttl)
-	for id := int32(1); id <= 3; id++ {
+	for id := int32(1); id <= 4; id++ {
 		b, ok := c.node(ctl).snapshot().brokers[id]
 		if !ok || b.session != sessions[id] {
 			t.Errorf("broker %d: registration %+v, want the first one (session %d)", id, b, sessions[id])
@@ -227,7 +229,10 @@ func TestSlowLiveBrokerKeepsSession(t *testing.T) {
 			t.Errorf("broker %d was fenced: %v", id, f)
 		}
 	}
-	if strings.Contains(logs.String(), "refuses connections") {
+	if strings.Contains(logs.String(), "its process is gone") {
 		t.Errorf("a live broker's session was ended; logs:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "answers through the metadata quorum") {
+		t.Errorf("broker 2's listener refused connections, yet nobody asked it whether it lives; logs:\n%s", logs.String())
 	}
 }

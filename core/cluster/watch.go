@@ -259,7 +259,11 @@ func (n *Node) applyBatch(batch []*sdk.WatchEvent, listed []int64) {
 	v := n.view.clone()
 	n.mu.Unlock()
 	var c change
+	self := suspectKey(n.cfg.NodeID)
 	for _, ev := range batch {
+		if ev.Key == self {
+			n.noteSuspicion(ev)
+		}
 		i := prefixIndex(ev.Key)
 		if i < 0 || ev.Key == controllerEpochKey || ev.Revision <= listed[i] {
 			v.rev = max(v.rev, ev.Revision)

@@ -46,11 +46,11 @@ type suspicion struct {
 // open to the Kafka listener of each broker whose death this Node acts
 // on: every other registered broker while this Node is the controller,
 // else the controller's broker. A connection that ends, or can not be
-// opened, makes the watcher probe the listener; a listener that refuses
-// connections peerRefusals times in a row belongs to a process that is
-// gone (a live broker binds its listener before it registers and keeps
-// it until it has left), so the Node ends that registration's session
-// at once instead of waiting for the session timeout.
+// opened, makes the watcher probe the listener (watchPeer); a listener
+// that refuses connections, twice, with the broker not answering through
+// the quorum in between, belongs to a process that is gone, so the Node
+// ends that registration and its session at once instead of waiting for
+// the session timeout.
 func (n *Node) watchPeers(ctx context.Context) {
 	defer n.wg.Done()
 	type running struct {
@@ -259,13 +259,16 @@ func (n *Node) endDeadSession(ctx context.Context, p peer, ver int64) verdict {
 	}
 	n.log.Info("cluster: broker's listener refuses connections and it did not answer through the quorum: its process is gone; ended its registration and session",
 		"broker", p.id, "address", p.addr, "session", p.session)
-	err = n.retry(ctx, "end a dead broker's session", func() error {
-		rctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
+	// The registration is gone, so watchPeers is about to cancel ctx:
+	// the revocation runs on the Node's context, or a dead controller's
+	// /controller would outlive it until its session timeout.
+	err = n.retry(n.ctx, "end a dead broker's session", func() error {
+		rctx, cancel := context.WithTimeout(n.ctx, n.cfg.SessionTTL/3)
 		defer cancel()
 		_, err := n.store.RevokeSession(rctx, &sdk.RevokeSessionRequest{ID: p.session})
 		return err
 	})
-	if err != nil && !errors.Is(err, sdk.ErrSessionExpired) && ctx.Err() == nil {
+	if err != nil && !errors.Is(err, sdk.ErrSessionExpired) && n.ctx.Err() == nil {
 		n.log.Warn("cluster: ending a dead broker's session failed; its session timeout will", "broker", p.id, "err", err)
 	}
 	return verdictDead

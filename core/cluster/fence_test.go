@@ -151,3 +151,43 @@ func TestStalledWatchIsReplaced(t *testing.T) {
 		return ok
 	})
 }
+
+// While fenced, a broker is given no leadership, so a view change naming
+// it leader does not make it lead; once a keep-alive succeeds again it is
+// unfenced and given every partition's current role.
+func TestFencedBrokerTakesNoLeadership(t *testing.T) {
+	s := openLocal(t)
+	flaky := &flakyStore{MetadataStore: s}
+	c := newTestCluster(t, map[int32]sdk.MetadataStore{1: s, 2: s, 3: flaky})
+	// Keep-alives every second; the test lets them fail for well under
+	// the session timeout, so the session lives on throughout.
+	c.tune = func(cfg *Config) { cfg.SessionTTL = 3 * time.Second }
+	for id := int32(1); id <= 3; id++ {
+		c.start(id)
+	}
+	c.waitController()
+	eventually(t, "every node sees every broker", func() bool { return len(c.node(1).Brokers()) == 3 })
+	flaky.noKeepAlive.Store(true)
+	failing := time.Now()
+	c.node(3).setFenced(true) // as a lapsed lease does
+	if _, err := c.node(1).CreateTopic(ctxT(t), "f", 1, 3, [][]int32{{3, 1, 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{"f", 0}
+	eventually(t, "broker 3's view names it leader of f-0", func() bool {
+		st, _, ok := c.node(3).Partition("f", 0)
+		return ok && st.Leader == 3
+	})
+	time.Sleep(200 * time.Millisecond)
+	if roles := c.rec(3).roles(tp); len(roles) > 0 {
+		t.Fatalf("fenced broker 3 was given roles %v", roles)
+	}
+	if d := time.Since(failing); d > time.Second {
+		t.Logf("keep-alives failed for %v; the session may expire", d)
+	}
+	flaky.noKeepAlive.Store(false)
+	eventually(t, "broker 3 unfenced and leading f-0", func() bool {
+		st, ok := c.rec(3).state(tp)
+		return !c.node(3).Fenced() && ok && st.Leader == 3
+	})
+}

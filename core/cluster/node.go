@@ -115,11 +115,15 @@ type TopicApplier interface {
 }
 
 // FenceApplier is optionally implemented by an Applier. ApplyFenced(true)
-// says the broker's session is gone (expired, or not renewed for a whole
-// TTL): the controller moves or has moved its leaderships away, so it
-// must stop acting as a leader (answer NOT_LEADER_OR_FOLLOWER) until
-// ApplyFenced(false), which comes once it is registered again and its
-// view is current. Calls are serialized with the Applier's.
+// says the broker's lease lapsed (no successful keep-alive for the
+// session timeout minus a margin) or its session is gone: the controller
+// may move, or has moved, its leaderships away, so it must stop acting as
+// a leader (answer NOT_LEADER_OR_FOLLOWER) until ApplyFenced(false), which
+// comes once a keep-alive succeeds again (or it registered again) and its
+// view is current. While fenced, the Node makes no ApplyPartition call
+// that names this broker leader (others still come, so it follows new
+// leaders); right after ApplyFenced(false) it makes one for every
+// partition of the current view. Calls are serialized with the Applier's.
 type FenceApplier interface {
 	ApplyFenced(fenced bool)
 }
@@ -312,6 +316,12 @@ func (n *Node) register(ctx context.Context) error {
 	}
 }
 
+// setFenced tells the FenceApplier. While fenced, deliver withholds the
+// ApplyPartition calls that would make this broker a leader (a fenced
+// broker must not take a leadership from a view change); unfencing
+// re-applies every partition of the current view
+// after ApplyFenced(false), under the same applyMu hold, so nothing
+// withheld is lost.
 func (n *Node) setFenced(f bool) {
 	n.mu.Lock()
 	was := n.fenced
@@ -320,10 +330,19 @@ func (n *Node) setFenced(f bool) {
 	if was == f {
 		return
 	}
+	n.applyMu.Lock()
+	defer n.applyMu.Unlock()
 	if fa, ok := n.apply.(FenceApplier); ok {
-		n.applyMu.Lock()
 		fa.ApplyFenced(f)
-		n.applyMu.Unlock()
+	}
+	if !f && n.apply != nil {
+		v := n.snapshot()
+		tps := make([]TopicPartition, 0, len(v.parts))
+		for tp := range v.parts {
+			tps = append(tps, tp)
+		}
+		slices.SortFunc(tps, comparePartitions)
+		n.applyPartitionsLocked(v, tps)
 	}
 }
 

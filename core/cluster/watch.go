@@ -104,11 +104,23 @@ func (n *Node) deliver(v *view, c change) {
 			}
 		}
 	}
+	n.mu.Lock()
+	fenced := n.fenced
+	n.mu.Unlock()
 	tps := make([]TopicPartition, 0, len(c.partitions))
 	for tp := range c.partitions {
+		if fenced && v.parts[tp].Leader == n.cfg.NodeID {
+			continue // withheld: setFenced(false) re-applies every partition
+		}
 		tps = append(tps, tp)
 	}
 	slices.SortFunc(tps, comparePartitions)
+	n.applyPartitionsLocked(v, tps)
+}
+
+// applyPartitionsLocked makes the ApplyPartition calls for tps against
+// v. REQUIRES n.applyMu.
+func (n *Node) applyPartitionsLocked(v *view, tps []TopicPartition) {
 	for _, tp := range tps {
 		t, ok := v.topics[tp.Topic]
 		st, has := v.parts[tp]

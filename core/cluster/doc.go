@@ -52,9 +52,10 @@
 // revision, so it acts on the controller's current decisions. If the
 // store says the session ended (a long pause, a store restart), the
 // broker stays fenced, registers with a new session, catches up, and
-// unfences. While fenced, the Applier is not told of states that name the
-// broker leader (it keeps following other leaders); on unfencing it is
-// told every partition's current state. Kafka's brokers learn of their fencing from the metadata
+// unfences. While fenced by a lapsed lease, the Applier is not told of
+// states that name the broker leader (it keeps following other leaders);
+// when that ends (a keep-alive succeeded, or the session expired and the
+// broker registers again) it is told every partition's current state. Kafka's brokers learn of their fencing from the metadata
 // they replay and from their lease; this rule bounds the time a deposed
 // leader accepts acks=1 writes that are lost.
 //

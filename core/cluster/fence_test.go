@@ -169,7 +169,7 @@ func TestFencedBrokerTakesNoLeadership(t *testing.T) {
 	eventually(t, "every node sees every broker", func() bool { return len(c.node(1).Brokers()) == 3 })
 	flaky.noKeepAlive.Store(true)
 	failing := time.Now()
-	c.node(3).setFenced(true) // as a lapsed lease does
+	c.node(3).lapse() // as a lapsed lease does
 	if _, err := c.node(1).CreateTopic(ctxT(t), "f", 1, 3, [][]int32{{3, 1, 2}}, nil); err != nil {
 		t.Fatal(err)
 	}

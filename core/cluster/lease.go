@@ -57,7 +57,7 @@ func (n *Node) keepSession(ctx context.Context) {
 		if !stop && sess != 0 && !fenced && !now.Before(from.Add(lease)) {
 			n.log.Warn("cluster: no successful keep-alive within the session timeout; the broker is fenced until one succeeds",
 				"session", sess, "since", now.Sub(from).Round(time.Millisecond), "session_timeout", ttl)
-			n.setFenced(true)
+			n.lapse()
 			fenced = true
 		}
 		if now.Before(next) {
@@ -91,6 +91,7 @@ func (n *Node) keepSession(ctx context.Context) {
 				if n.catchUp(ctx, interval) {
 					n.log.Info("cluster: keep-alive succeeded again and the view is current; the broker is unfenced", "session", sess)
 					n.setFenced(false)
+					n.setWithhold(false)
 					fenced = false
 				} else {
 					next = time.Now().Add(retryAfterFailure)
@@ -113,6 +114,13 @@ func (n *Node) keepSession(ctx context.Context) {
 		}
 		t.Reset(n.nextWake(next, from.Add(lease), fenced))
 	}
+}
+
+// lapse fences the broker because its lease lapsed: leaderships are
+// withheld first, so none slips in after ApplyFenced(true).
+func (n *Node) lapse() {
+	n.setWithhold(true)
+	n.setFenced(true)
 }
 
 // nextWake is how long to sleep until the next keep-alive, or until the
@@ -139,6 +147,9 @@ func (n *Node) reRegister(ctx context.Context, sess sdk.SessionID) bool {
 	}
 	n.log.Warn("cluster: session expired; the broker is fenced until it registers again", "session", sess)
 	n.setFenced(true)
+	// The controller has moved what it led: from here the broker follows
+	// the view as it always did while it registers again.
+	n.setWithhold(false)
 	for b := newBackoff(); ; {
 		err := n.register(ctx)
 		if err == nil {

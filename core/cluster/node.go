@@ -120,9 +120,9 @@ type TopicApplier interface {
 // may move, or has moved, its leaderships away, so it must stop acting as
 // a leader (answer NOT_LEADER_OR_FOLLOWER) until ApplyFenced(false), which
 // comes once a keep-alive succeeds again (or it registered again) and its
-// view is current. While fenced, the Node makes no ApplyPartition call
-// that names this broker leader (others still come, so it follows new
-// leaders); right after ApplyFenced(false) it makes one for every
+// view is current. While fenced by a lapsed lease, the Node makes no
+// ApplyPartition call that names this broker leader (others still come,
+// so it follows new leaders); when that ends it makes one for every
 // partition of the current view. Calls are serialized with the Applier's.
 type FenceApplier interface {
 	ApplyFenced(fenced bool)
@@ -153,6 +153,7 @@ type Node struct {
 	session       sdk.SessionID // current session; 0 while unregistered
 	leaseFrom     time.Time     // when the last successful grant or keep-alive of session was sent
 	fenced        bool
+	withhold      bool  // the lease lapsed: withhold leaderships (see setWithhold)
 	shutdown      bool  // ShutDown or Close began: do not register again
 	controllerVer int64 // version of /controller while this Node is controller, else 0
 	suspicion     int64 // version of an unanswered /suspects/<self> for the current session, else 0
@@ -316,12 +317,7 @@ func (n *Node) register(ctx context.Context) error {
 	}
 }
 
-// setFenced tells the FenceApplier. While fenced, deliver withholds the
-// ApplyPartition calls that would make this broker a leader (a fenced
-// broker must not take a leadership from a view change); unfencing
-// re-applies every partition of the current view
-// after ApplyFenced(false), under the same applyMu hold, so nothing
-// withheld is lost.
+// setFenced tells the FenceApplier.
 func (n *Node) setFenced(f bool) {
 	n.mu.Lock()
 	was := n.fenced
@@ -330,20 +326,36 @@ func (n *Node) setFenced(f bool) {
 	if was == f {
 		return
 	}
+	if fa, ok := n.apply.(FenceApplier); ok {
+		n.applyMu.Lock()
+		fa.ApplyFenced(f)
+		n.applyMu.Unlock()
+	}
+}
+
+// setWithhold starts or ends withholding: while the lease has lapsed
+// (the session may still live in the store, but the controller may give
+// this broker's leaderships away at any moment), deliver makes no
+// ApplyPartition call that names this broker leader, so a view change
+// can not make a fenced broker lead. Ending it re-applies every
+// partition of the current view, so nothing withheld is lost.
+func (n *Node) setWithhold(w bool) {
+	n.mu.Lock()
+	was := n.withhold
+	n.withhold = w
+	n.mu.Unlock()
+	if was == w || w || n.apply == nil {
+		return
+	}
 	n.applyMu.Lock()
 	defer n.applyMu.Unlock()
-	if fa, ok := n.apply.(FenceApplier); ok {
-		fa.ApplyFenced(f)
+	v := n.snapshot()
+	tps := make([]TopicPartition, 0, len(v.parts))
+	for tp := range v.parts {
+		tps = append(tps, tp)
 	}
-	if !f && n.apply != nil {
-		v := n.snapshot()
-		tps := make([]TopicPartition, 0, len(v.parts))
-		for tp := range v.parts {
-			tps = append(tps, tp)
-		}
-		slices.SortFunc(tps, comparePartitions)
-		n.applyPartitionsLocked(v, tps)
-	}
+	slices.SortFunc(tps, comparePartitions)
+	n.applyPartitionsLocked(v, tps)
 }
 
 // revoke ends the session, deleting the registration and any

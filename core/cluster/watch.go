@@ -105,12 +105,12 @@ func (n *Node) deliver(v *view, c change) {
 		}
 	}
 	n.mu.Lock()
-	fenced := n.fenced
+	withhold := n.withhold
 	n.mu.Unlock()
 	tps := make([]TopicPartition, 0, len(c.partitions))
 	for tp := range c.partitions {
-		if fenced && v.parts[tp].Leader == n.cfg.NodeID {
-			continue // withheld: setFenced(false) re-applies every partition
+		if withhold && v.parts[tp].Leader == n.cfg.NodeID {
+			continue // setWithhold(false) re-applies every partition
 		}
 		tps = append(tps, tp)
 	}

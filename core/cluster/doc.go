@@ -159,8 +159,9 @@
 // receiving the log, a connection whose packets are dropped), so the
 // watcher checks its own liveness every TTL/3: it reads the store's
 // current revision (a linearizable List of /controller-epoch, no write)
-// and, if the view has not reached the revision read at the previous
-// check, lists again and starts a new watch. This assumes every key in
+// and, when two checks in a row find the view short of the revision read
+// at the check before with no event in between, lists again and starts a
+// new watch. This assumes every key in
 // the store begins with "/" (all of Vltava's do): a key outside the
 // watched prefix would move the store's revision without an event.
 //

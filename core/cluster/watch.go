@@ -195,7 +195,7 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 	}()
 	check := time.NewTicker(n.cfg.SessionTTL / 3)
 	defer check.Stop()
-	var want int64 // the store's revision one check ago
+	var live watchLiveness
 	var pending *recvResult
 	for {
 		var first recvResult
@@ -205,8 +205,7 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 			select {
 			case first = <-ch:
 			case <-check.C:
-				var err error
-				if want, err = n.checkWatch(ctx, want); err != nil {
+				if err := n.checkWatch(ctx, &live); err != nil {
 					return err
 				}
 				continue
@@ -214,6 +213,7 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 				return ctx.Err()
 			}
 		}
+		live.progress = true
 		if first.err != nil {
 			return first.err
 		}
@@ -235,24 +235,40 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 	}
 }
 
+// watchLiveness is what checkWatch remembers between checks.
+type watchLiveness struct {
+	want     int64 // the store's revision at the previous check (0: unknown)
+	progress bool  // an event arrived since the previous check
+	strikes  int   // consecutive checks that found the view behind want with no event
+}
+
 // checkWatch gives the watch its own liveness: a stream can stall
 // without failing (a store whose node stopped receiving the log, a
 // connection whose packets are dropped). Every check reads the store's
-// current revision; if the view has not reached the revision read at the
-// previous check, the stream is declared stalled and the watcher lists
-// again. It returns the revision to expect at the next check (0 if the
-// store could not be read: nothing to compare with then).
-func (n *Node) checkWatch(ctx context.Context, want int64) (int64, error) {
-	if rev := n.snapshot().rev; want > 0 && rev < want {
-		return 0, fmt.Errorf("cluster: metadata watch stalled: the view is at revision %d, the store was at %d a check ago", rev, want)
+// current revision; when two checks in a row find the view still short of
+// the revision read at the check before and no event arrived in between,
+// the stream is declared stalled and the watcher lists again. (One such
+// check is not enough: a process resumed after a pause runs a check
+// before its stream has delivered what queued up meanwhile.)
+func (n *Node) checkWatch(ctx context.Context, l *watchLiveness) error {
+	if rev := n.snapshot().rev; l.want > 0 && rev < l.want && !l.progress {
+		l.strikes++
+		if l.strikes >= 2 {
+			return fmt.Errorf("cluster: metadata watch stalled: the view is at revision %d, the store was at %d", rev, l.want)
+		}
+	} else {
+		l.strikes = 0
 	}
+	l.progress = false
 	rctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
 	defer cancel()
 	rev, err := n.storeRevision(rctx)
 	if err != nil {
-		return 0, nil
+		l.want = 0
+		return nil
 	}
-	return rev, nil
+	l.want = rev
+	return nil
 }
 
 // storeRevision reads the store's current revision linearizably, without

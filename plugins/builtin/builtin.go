@@ -10,6 +10,7 @@ import (
 
 	rangeassignor "github.com/vltava/vltava/plugins/assignor/range"
 	"github.com/vltava/vltava/plugins/assignor/roundrobin"
+	"github.com/vltava/vltava/plugins/authn/simple"
 	"github.com/vltava/vltava/plugins/sdk/serve"
 )
 
@@ -24,9 +25,13 @@ type Plugin struct {
 // Serve serves the plugin; it blocks and exits the process.
 func (p Plugin) Serve() { p.serve() }
 
-// table lists the built-ins. The authenticator slot ("simple") arrives
-// with the security issue.
+// table lists the built-ins.
 var table = []Plugin{
+	{serve.KindAuthenticator, "simple", "SASL PLAIN and SCRAM-SHA-256/512 against SCRAM credentials in the metadata store (config: mechanisms)",
+		func() {
+			a, _ := simple.New(nil)
+			serve.Authenticator(a)
+		}},
 	{serve.KindAssignor, "uniform", "spread partitions evenly (Kafka's default server-side assignor)",
 		func() { serve.Assignor(roundrobin.Uniform{}) }},
 	{serve.KindAssignor, "range", "Kafka's RangeAssignor: contiguous ranges per topic",

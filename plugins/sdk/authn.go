@@ -100,3 +100,19 @@ func (e *AuthenticationError) Error() string {
 
 // Is makes errors.Is(err, ErrAuthenticationFailed) true.
 func (e *AuthenticationError) Is(target error) bool { return target == ErrAuthenticationFailed }
+
+// SecurityPrefix is the part of the broker's metadata store that holds
+// security data (SCRAM credentials under /security/scram/).
+const SecurityPrefix = "/security/"
+
+// StoreReader is implemented by an authenticator that reads the broker's
+// metadata store — the simple authenticator looks up SCRAM credentials
+// there. Before Configure, the plugin is handed a read-only view of the
+// store's SecurityPrefix: Get, List and Watch under the prefix work,
+// anything else fails with ErrInvalidArgument, and every call fails with
+// ErrUnavailable while the broker's store is unreachable. The broker
+// writes the data (AlterUserScramCredentials); the plugin only reads it,
+// so a plugin process never holds a store connection of its own.
+type StoreReader interface {
+	UseStore(store MetadataStore)
+}

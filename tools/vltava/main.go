@@ -31,7 +31,7 @@ type command struct {
 }
 
 // commands is the whole command table; each group's file defines its rows.
-var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands, groupCommands, conformanceCommands, clusterCommands, quotaCommands, doctorCommands, clientsCommands)
+var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands, groupCommands, conformanceCommands, clusterCommands, quotaCommands, doctorCommands, clientsCommands, userCommands)
 
 func concat(groups ...[]command) []command {
 	var all []command

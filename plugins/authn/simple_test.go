@@ -126,10 +126,12 @@ type saslBroker struct {
 	out  *syncBuffer
 }
 
-func startSASL(t *testing.T, bin, dataDir, extra string) *saslBroker {
+// startSASL runs bin with a SASL_PLAINTEXT listener, the authenticators
+// and extra config lines.
+func startSASL(t *testing.T, bin, dataDir, authenticators, extra string) *saslBroker {
 	t.Helper()
 	addr := daemontest.FreePort(t)
-	cfg := fmt.Sprintf("listeners: SASL_PLAINTEXT://%s\nlog.dirs: %s\nmetrics.listen: \"\"\nsasl.authenticators: simple\n%s", addr, dataDir, extra)
+	cfg := fmt.Sprintf("listeners: SASL_PLAINTEXT://%s\nlog.dirs: %s\nmetrics.listen: \"\"\nsasl.authenticators: %s\n%s", addr, dataDir, authenticators, extra)
 	path := filepath.Join(t.TempDir(), "vltava.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -250,7 +252,7 @@ func TestSimpleAuthenticator(t *testing.T) {
 	bin := daemontest.Build(t)
 	dataDir := t.TempDir()
 	seedUsers(t, bin, dataDir)
-	b := startSASL(t, bin, dataDir, "")
+	b := startSASL(t, bin, dataDir, "simple", "")
 
 	t.Run("franz-go", func(t *testing.T) {
 		for name, m := range map[string]sasl.Mechanism{

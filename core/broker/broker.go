@@ -175,6 +175,7 @@ func (b *Broker) start() error {
 		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		Listener:        protocol,
 		Logger:          b.logger,
+		ConnFilter:      b.connFilter(protocol),
 	}, b)
 	b.wg.Add(2)
 	go func() {

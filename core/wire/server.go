@@ -69,6 +69,9 @@ type Config struct {
 	Listener string
 	// Logger receives connection errors; nil means slog.Default().
 	Logger *slog.Logger
+	// ConnFilter, when set, admits or refuses each accepted connection
+	// before any byte of it is read (see filter.go).
+	ConnFilter ConnFilterFunc
 }
 
 // DefaultMaxRequestBytes is Kafka's default socket.request.max.bytes.
@@ -191,7 +194,9 @@ func (s *Server) startConn(nc net.Conn) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		c.serve()
+		if c.admit() {
+			c.serve()
+		}
 		if cc, ok := s.h.(ConnCloser); ok {
 			cc.ConnClosed(c.info)
 		}

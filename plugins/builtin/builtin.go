@@ -10,6 +10,7 @@ import (
 
 	rangeassignor "github.com/vltava/vltava/plugins/assignor/range"
 	"github.com/vltava/vltava/plugins/assignor/roundrobin"
+	"github.com/vltava/vltava/plugins/authn/ip"
 	"github.com/vltava/vltava/plugins/authn/kerberos"
 	"github.com/vltava/vltava/plugins/authn/simple"
 	"github.com/vltava/vltava/plugins/sdk/serve"
@@ -30,6 +31,8 @@ func (p Plugin) Serve() { p.serve() }
 var table = []Plugin{
 	{serve.KindAuthenticator, "kerberos", "SASL GSSAPI (Kerberos V5) with a service keytab (config: keytab, principal, sasl.kerberos.service.name, sasl.kerberos.principal.to.local.rules, max.clock.skew)",
 		func() { serve.Authenticator(kerberos.New()) }},
+	{serve.KindAuthenticator, "ip", "CIDR allow/deny rules on the client address, applied when a connection is accepted (config: rules, default, listeners)",
+		func() { serve.Authenticator(&ip.Authenticator{}) }},
 	{serve.KindAuthenticator, "simple", "SASL PLAIN and SCRAM-SHA-256/512 against SCRAM credentials in the metadata store (config: mechanisms)",
 		func() {
 			a, _ := simple.New(nil)

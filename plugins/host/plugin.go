@@ -123,7 +123,7 @@ func (p *Plugin) firstStart(ctx context.Context) error {
 	case serve.KindAssignor:
 		p.assignor = serve.NewAssignorClient(info.Name, p)
 	case serve.KindAuthenticator:
-		p.authenticator = serve.NewAuthenticatorClient(p)
+		p.authenticator = serve.NewAuthenticatorClient(p, info.ConnFilter)
 	case serve.KindMetadataStore:
 		p.store = serve.NewMetadataStoreClient(p, info.Compactor)
 	}

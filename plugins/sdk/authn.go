@@ -116,3 +116,28 @@ const SecurityPrefix = "/security/"
 type StoreReader interface {
 	UseStore(store MetadataStore)
 }
+
+// ConnFilter is implemented by an authenticator that decides on a
+// connection by its address when the broker accepts it, before any byte
+// of a request is read (the ip authenticator). A refused connection is
+// closed at once and the broker logs Reason; an admitted one acts as
+// Principal until SASL authentication (if the listener has it) replaces
+// it. An error is an internal failure: the connection is closed, never
+// admitted.
+type ConnFilter interface {
+	Admit(ctx context.Context, req *AdmitRequest) (*AdmitResponse, error)
+}
+
+// AdmitRequest names the connection being accepted.
+type AdmitRequest struct {
+	ClientAddr   string // "host:port"
+	ListenerName string // the listener's security protocol name
+}
+
+// AdmitResponse is the decision. Principal's zero value leaves the
+// connection's principal as it is (Anonymous).
+type AdmitResponse struct {
+	Allowed   bool
+	Principal Principal
+	Reason    string // why: logged by the broker, never sent to the client
+}

@@ -147,12 +147,14 @@ type controlServer struct {
 
 func (c *controlServer) Info(context.Context, *pluginpb.InfoRequest) (*pluginpb.InfoResponse, error) {
 	_, compactor := c.impl.(sdk.Compactor)
+	_, filter := c.impl.(sdk.ConnFilter)
 	return &pluginpb.InfoResponse{
 		Kind:        c.kind,
 		Name:        c.name,
 		Version:     pluginVersion(c.impl),
 		Compactor:   compactor && c.kind == KindMetadataStore,
 		SdkProtocol: int32(servedProtocol()),
+		ConnFilter:  filter && c.kind == KindAuthenticator,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,5 +62,23 @@ sasl.authenticator.config:
 			t.Fatalf("the refusal is not logged with its rule:\n%s", p.Log())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// A crashed plugin refuses while it is down and never admits a
+	// denied address; once restarted it admits 127.0.0.1 again.
+	if err := syscall.Kill(pluginPid(t, p.Pid(), "ip"), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := kadm.NewClient(from("127.0.0.2")).ListTopics(ctxT(t, 5*time.Second)); err == nil {
+			t.Fatal("a client from 127.0.0.2 was served while the plugin restarted")
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, err := kadm.NewClient(from("127.0.0.1")).ListTopics(ctxT(t, 5*time.Second)); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("127.0.0.1 not admitted after the plugin restart: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

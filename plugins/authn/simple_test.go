@@ -176,6 +176,12 @@ func startSASL(t *testing.T, bin, dataDir, authenticators, extra string) *saslBr
 // pluginPid finds the broker's child serving `plugin authenticator name`.
 func (b *saslBroker) pluginPid(t *testing.T, name string) int {
 	t.Helper()
+	return pluginPid(t, b.cmd.Process.Pid, name)
+}
+
+// pluginPid finds parent's child serving `plugin authenticator name`.
+func pluginPid(t *testing.T, parent int, name string) int {
+	t.Helper()
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -184,13 +190,17 @@ func (b *saslBroker) pluginPid(t *testing.T, name string) int {
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(b.cmd.Process.Pid) &&
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(parent) &&
 			strings.Contains(string(cmdline), "plugin\x00authenticator\x00"+name) {
 			return pid
 		}
 	}
-	t.Fatalf("no %s authenticator process under vltavad %d", name, b.cmd.Process.Pid)
+	t.Fatalf("no %s authenticator process under vltavad %d", name, parent)
 	return 0
 }
 

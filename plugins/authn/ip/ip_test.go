@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vltava/vltava/plugins/sdk"
+	"github.com/vltava/vltava/plugins/sdk/plugintest"
 )
 
 func TestRules(t *testing.T) {
@@ -64,4 +65,20 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%s: %v, want sdk.ErrInvalidArgument", name, err)
 		}
 	}
+}
+
+func TestContract(t *testing.T) {
+	a, err := New(Config{Rules: []Rule{{Deny: "127.0.0.2/32"}, {Allow: "127.0.0.0/8", Principal: "local"}, {Allow: "::1"}},
+		Listeners: []string{"PLAINTEXT"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := sdk.Principal{Type: sdk.PrincipalTypeUser, Name: "local"}
+	plugintest.ConnFilter(t, a, []plugintest.AdmitCase{
+		{ClientAddr: "127.0.0.1:1", ListenerName: "PLAINTEXT", Allowed: true, Principal: local},
+		{ClientAddr: "127.0.0.2:1", ListenerName: "PLAINTEXT"},
+		{ClientAddr: "[::1]:1", ListenerName: "PLAINTEXT", Allowed: true},
+		{ClientAddr: "192.0.2.1:1", ListenerName: "PLAINTEXT"},
+		{ClientAddr: "192.0.2.1:1", ListenerName: "SASL_PLAINTEXT", Allowed: true},
+	})
 }

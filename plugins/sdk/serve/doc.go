@@ -19,6 +19,10 @@
 //		serve.Authenticator(serve.Mechanisms(serve.Plain(check)))
 //	}
 //
+// Lock order in Sessions: a session's mutex (held for its Step) before
+// the session table's; the table's is never held while waiting for a
+// session.
+//
 // An authenticator that implements sdk.StoreReader is lent a read-only
 // view of the broker's metadata store under sdk.SecurityPrefix (see
 // hoststore.go): the host serves it on a go-plugin broker stream, and the

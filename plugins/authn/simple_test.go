@@ -338,11 +338,46 @@ func TestSimpleAuthenticator(t *testing.T) {
 			if err != nil || !strings.Contains(out, "hello") {
 				t.Errorf("kcat %s consume: %v\n%s", mech, err, out)
 			}
-			if out, err := runKcat(t, kcat, b.addr, mech, "alice", "nope", "", "-L", "-m", "5"); err == nil {
+			if out, err := runKcat(t, kcat, b.addr, mech, "alice", "nope", "", "-L", "-m", "2"); err == nil {
 				t.Errorf("kcat %s with a wrong password listed metadata:\n%s", mech, out)
 			} else if !strings.Contains(out, "uthentication") {
 				t.Errorf("kcat %s with a wrong password: %v, output lacks an authentication error:\n%s", mech, err, out)
 			}
+		}
+	})
+
+	t.Run("vltava-user", func(t *testing.T) {
+		// `vltava user` over the SASL listener, authenticated as alice.
+		cli := filepath.Join(t.TempDir(), "vltava")
+		if out, err := exec.Command("go", "build", "-o", cli, "github.com/vltava/vltava/tools/vltava").CombinedOutput(); err != nil {
+			t.Fatalf("go build tools/vltava: %v\n%s", err, out)
+		}
+		run := func(stdin string, args ...string) (string, error) {
+			cmd := exec.CommandContext(ctxT(t, 30*time.Second), cli, append([]string{"-b", b.addr}, args...)...)
+			cmd.Env = append(os.Environ(), "VLTAVA_SASL_PASSWORD="+alicePass)
+			cmd.Stdin = strings.NewReader(stdin)
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		as := []string{"--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "alice"}
+		if out, err := run("carol-pw\n", append([]string{"user", "add", "carol"}, as...)...); err != nil {
+			t.Fatalf("user add: %v\n%s", err, out)
+		}
+		carol := scram.Auth{User: "carol", Pass: "carol-pw"}.AsSha512Mechanism()
+		if err := franzRoundTrip(t, b.addr, carol, "carol"); err != nil {
+			t.Fatalf("carol after user add: %v", err)
+		}
+		if out, err := run("", append([]string{"user", "list"}, as...)...); err != nil || !strings.Contains(out, "carol") || strings.Contains(out, "carol-pw") {
+			t.Fatalf("user list: %v\n%s", err, out)
+		}
+		if out, err := run("", append([]string{"user", "remove", "carol"}, as...)...); err != nil {
+			t.Fatalf("user remove: %v\n%s", err, out)
+		}
+		if err := franzRefused(t, b.addr, carol); err != nil {
+			t.Errorf("carol after user remove: %v", err)
+		}
+		if out, err := run("", "user", "list"); err == nil {
+			t.Errorf("user list without authentication succeeded:\n%s", out)
 		}
 	})
 

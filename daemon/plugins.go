@@ -194,14 +194,22 @@ func loadPlugins(ctx context.Context, h *host.Host, cfg config.Broker) (loadedPl
 	if err != nil {
 		return loadedPlugins{}, err
 	}
+	// The store first: authenticators borrow it (sdk.StoreReader) to read
+	// credentials. specs[0] is the store (pluginSpecs).
 	ps := make([]*host.Plugin, len(specs))
 	errs := make([]error, len(specs))
+	if ps[0], errs[0] = h.Load(ctx, specs[0]); errs[0] != nil {
+		return loadedPlugins{}, errs[0]
+	}
 	var wg sync.WaitGroup
-	for i, s := range specs {
+	for i, s := range specs[1:] {
+		if s.Kind == serve.KindAuthenticator {
+			s.Store = ps[0].MetadataStore()
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ps[i], errs[i] = h.Load(ctx, s)
+			ps[i+1], errs[i+1] = h.Load(ctx, s)
 		}()
 	}
 	wg.Wait()

@@ -187,6 +187,7 @@ func (b *Broker) start() error {
 		IdleTimeout:                  time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		Listener:                     protocol,
 		Logger:                       b.logger,
+		ConnFilter:                   b.connFilter(protocol),
 	}, b)
 	// Join the cluster (a cluster of one without controller.quorum.
 	// voters) before serving: handlers rely on the cluster state. The

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
+const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lso TOPIC PART N | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
 
 // await CONDITION... [-timeout D]: waits until the condition holds, or
 // fails at the timeout with what it last saw. '! await CONDITION' (other
@@ -23,7 +23,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 {
 		ts.Fatalf("usage: %s", awaitUsage)
 	}
-	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
+	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lso": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
 	if npos == 0 {
 		ts.Fatalf("await: unknown condition %q; usage: %s", args[0], awaitUsage)
 	}
@@ -61,16 +61,23 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			return leader >= 0 && leader != want, got
 		}
-	case "hw", "log-start":
+	case "hw", "log-start", "lso":
 		topic, part := s.topic(ts, pos[1]), atoi32(ts, pos[2])
 		want, err := strconv.ParseInt(pos[3], 10, 64)
 		ts.Check(err)
+		iso := int8(0)
+		if pos[0] == "lso" {
+			iso = 1
+		}
 		cond = func() (bool, string) {
-			start, hw, err := offsetsOf(s.client(ts), topic, part, 0)
+			start, hw, err := offsetsOf(s.client(ts), topic, part, iso)
 			if err != nil {
 				return false, err.Error()
 			}
 			got := fmt.Sprintf("log-start %d high-watermark %d", start, hw)
+			if pos[0] == "lso" {
+				return hw >= want, fmt.Sprintf("last stable offset %d", hw)
+			}
 			if pos[0] == "hw" {
 				return hw >= want, got
 			}
@@ -86,7 +93,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 			return m.ControllerID >= 0 && m.ControllerID != old, fmt.Sprintf("controller %d", m.ControllerID)
 		}
 	case "lag-zero":
-		group, topic := pos[1], s.topic(ts, pos[2])
+		group, topic := s.group(pos[1]), s.topic(ts, pos[2])
 		cond = func() (bool, string) { return lagZero(s, ts, group, topic) }
 	}
 	if neg {

@@ -17,7 +17,7 @@ import (
 	"github.com/vltava/vltava/conformance/checker"
 )
 
-const consumeUsage = "consume TOPIC [-from start|end] [-until end|n=N] [-group G] [-commit none|before|after] [-crash-after N] [-isolation committed|uncommitted] [-history FILE] [-proc NAME] [-timeout D] [&name&]"
+const consumeUsage = "consume TOPIC [-from start|end] [-until end|n=N] [-group G] [-commit none|before|after] [-crash-after N] [-isolation committed|uncommitted] [-history FILE] [-proc NAME] [-timeout D] [-user U] [&name&]"
 
 type consumeSpec struct {
 	topic      string
@@ -32,6 +32,7 @@ type consumeSpec struct {
 	proc       string
 	timeout    time.Duration
 	partitions int32
+	user       string
 }
 
 // consume TOPIC ...: reads records and records every poll in the history.
@@ -55,7 +56,11 @@ func cmdConsume(ts *testscript.TestScript, neg bool, args []string) {
 	fs.StringVar(&c.history, "history", "history.jsonl", "history file")
 	fs.StringVar(&c.proc, "proc", "", "process name in the history")
 	fs.DurationVar(&c.timeout, "timeout", 60*time.Second, "give up after")
+	fs.StringVar(&c.user, "user", "", "SASL user NAME or NAME:PASSWORD (default: the superuser on SASL clusters)")
 	pos := parse(ts, fs, args, 1, consumeUsage)
+	if c.group != "" {
+		c.group = s.group(c.group)
+	}
 	c.topic, c.history, c.committed = s.topic(ts, pos[0]), s.path(c.history), iso == "committed"
 	if n, ok := strings.CutPrefix(c.until, "n="); ok {
 		v, err := strconv.Atoi(n)
@@ -70,7 +75,7 @@ func cmdConsume(ts *testscript.TestScript, neg bool, args []string) {
 		c.proc = s.procName("c")
 	}
 	cl := s.client(ts)
-	opts := clientOpts(s.needCluster(ts))
+	opts := s.clientOpts(s.needCluster(ts), c.user)
 	s.runJob(ts, neg, bg, func() (string, error) { return c.run(s, cl, opts) })
 }
 
@@ -183,7 +188,7 @@ func (c *consumeSpec) consume(rec *checker.Recorder, admin kmsgRequester, base [
 				return "", fmt.Errorf("consume: commit: %w", err)
 			}
 		}
-		op := rec.Invoke(checker.Op{F: checker.Poll, Topic: c.topic, Offset: -1})
+		op := rec.Invoke(checker.Op{F: checker.Poll, Topic: c.topic, Offset: -1, Isolation: iso(c.committed)})
 		crashed := false
 		for _, r := range recs {
 			op.Reads = append(op.Reads, checker.Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
@@ -205,6 +210,13 @@ func (c *consumeSpec) consume(rec *checker.Recorder, admin kmsgRequester, base [
 		}
 	}
 	return fmt.Sprintf("consumed %d records\n", n), nil
+}
+
+func iso(committed bool) string {
+	if committed {
+		return checker.ReadCommitted
+	}
+	return ""
 }
 
 // committedOffsets returns group's committed offsets in topic.

@@ -124,7 +124,7 @@ func (g *groups) member(ts *testscript.TestScript, verb string, args []string) {
 		inst := fs.String("instance", "", "group.instance.id (static membership)")
 		bal := fs.String("balancer", "range", "range, cooperative-sticky or server (KIP-848)")
 		pos := parse(ts, fs, args, 3, groupUsage)
-		m := &gmember{name: pos[2], group: pos[0], topic: st(ts).topic(ts, pos[1]), instance: *inst, balancer: *bal}
+		m := &gmember{name: pos[2], group: st(ts).group(pos[0]), topic: st(ts).topic(ts, pos[1]), instance: *inst, balancer: *bal}
 		g.mu.Lock()
 		if g.members[m.name] != nil && g.members[m.name].cl != nil {
 			g.mu.Unlock()
@@ -181,7 +181,7 @@ func (g *groups) start(ts *testscript.TestScript, m *gmember) error {
 			g.own(m, owns, ps[m.topic], time.Now())
 		}
 	}
-	opts := append(clientOpts(st(ts).needCluster(ts)),
+	opts := append(st(ts).clientOpts(st(ts).needCluster(ts), ""),
 		kgo.ClientID(m.name), kgo.ConsumerGroup(m.group), kgo.ConsumeTopics(m.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
@@ -417,7 +417,7 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 	switch args[0] {
 	case "join":
 		pos := parse(ts, fs, args[1:], 3, groupUsage)
-		rm, err := rawJoin(ctx, cl, pos[0], st(ts).topic(ts, pos[1]))
+		rm, err := rawJoin(ctx, cl, st(ts).group(pos[0]), st(ts).topic(ts, pos[1]))
 		if err != nil {
 			ts.Fatalf("group raw join: %v", err)
 		}
@@ -451,13 +451,13 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 	var err error
 	if args[0] == "heartbeat" {
 		req := kmsg.NewPtrHeartbeatRequest()
-		req.Group, req.MemberID, req.Generation = pos[0], rm.id, rm.gen
+		req.Group, req.MemberID, req.Generation = rm.group, rm.id, rm.gen
 		var resp *kmsg.HeartbeatResponse
 		if resp, err = req.RequestWith(ctx, cl); err == nil {
 			code = resp.ErrorCode
 		}
 	} else {
-		code, err = rawCommit(ctx, cl, pos[0], rm, st(ts).topic(ts, pos[2]), pos[3], pos[4])
+		code, err = rawCommit(ctx, cl, rm.group, rm, st(ts).topic(ts, pos[2]), pos[3], pos[4])
 	}
 	if err != nil {
 		ts.Fatalf("group raw %s: %v", args[0], err)

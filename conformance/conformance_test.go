@@ -39,10 +39,10 @@ func runTarget(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps, err := target.Probe(context.Background(), tg)
+	desc, err := target.Describe(context.Background(), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("target %s capabilities: %s", tg.Name(), caps)
-	testscript.Run(t, New(tg, caps).Params("testdata"))
+	t.Logf("target %s (%s) capabilities: %s", tg.Name(), desc.Software, desc.Caps)
+	testscript.Run(t, New(tg, desc.Caps).Params("testdata"))
 }

@@ -32,7 +32,19 @@ func (*Vltava) Name() string { return "vltava" }
 // KRaft controllers does.
 func (*Vltava) Facts() Caps {
 	return Caps{"kill9": true, "stop": true, "restart": true, "rawtcp": true,
-		"multibroker": true, "replication": true, "faults": false}
+		"multibroker": true, "replication": true, "faults": false, "brokerconfig": true,
+		"sasl": false} // vltavad authenticates through plugins; the target does not configure them yet
+}
+
+// Software implements softwarer: the binary, and the module version
+// of the vltava command that runs the suite (built from the same tree
+// when the binary was built by go build).
+func (v *Vltava) Software() string {
+	s := "vltavad (" + v.Bin + ")"
+	if mv := moduleVersion("github.com/vltava/vltava"); mv != "" {
+		s += ", github.com/vltava/vltava " + mv
+	}
+	return s
 }
 
 // quorumSize is the smallest metadata quorum a multi-broker cluster
@@ -43,6 +55,9 @@ const quorumSize = 3
 // gets a free quorum port and all are voters, joined by controller-only
 // voters (node N+1...) up to quorumSize.
 func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
+	if o.SASL || o.ACLs {
+		return nil, fmt.Errorf("%w: the vltava target does not configure SASL or ACLs yet", ErrUnsupported)
+	}
 	n := max(o.Brokers, 1)
 	controllers := 0
 	if n > 1 && n < quorumSize {

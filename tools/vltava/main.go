@@ -46,6 +46,7 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	bootstrap      string // from VLTAVA_BOOTSTRAP or the default; -b overrides per command
+	bootstrapSet   bool   // -b/--bootstrap given before the command
 }
 
 // errUsage marks an error whose message already explains the usage.
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				}
 				val, args = args[1], args[1:]
 			}
-			e.bootstrap = val
+			e.bootstrap, e.bootstrapSet = val, true
 			args = args[1:]
 		case "h", "help":
 			printUsage(stdout)

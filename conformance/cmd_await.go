@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lso TOPIC PART N | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
+const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lso TOPIC PART N | records TOPIC PART N | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
 
 // await CONDITION... [-timeout D]: waits until the condition holds, or
 // fails at the timeout with what it last saw. '! await CONDITION' (other
@@ -23,7 +23,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 {
 		ts.Fatalf("usage: %s", awaitUsage)
 	}
-	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lso": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
+	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lso": 4, "records": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
 	if npos == 0 {
 		ts.Fatalf("await: unknown condition %q; usage: %s", args[0], awaitUsage)
 	}
@@ -82,6 +82,23 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 				return hw >= want, got
 			}
 			return start >= want, got
+		}
+	case "records":
+		// The partition holds at most N records from its log start to
+		// its high watermark (compaction or deletion removed the rest).
+		topic, part := s.topic(ts, pos[1]), atoi32(ts, pos[2])
+		want, err := strconv.Atoi(pos[3])
+		ts.Check(err)
+		cond = func() (bool, string) {
+			start, hw, err := offsetsOf(s.client(ts), topic, part, 0)
+			if err != nil {
+				return false, err.Error()
+			}
+			recs, err := readPartition(s, ts, topic, part, 0, start, hw, "")
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(recs) <= want, fmt.Sprintf("%d records in [%d, %d)", len(recs), start, hw)
 		}
 	case "controller-changed":
 		old := atoi32(ts, pos[1])

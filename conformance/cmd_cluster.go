@@ -40,6 +40,8 @@ func commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"list-offsets":   cmdListOffsets,
 		"committed":      cmdCommitted,
 		"acl":            cmdACL,
+		"quota":          cmdQuota,
+		"sleep":          cmdSleep,
 	}
 }
 
@@ -58,14 +60,22 @@ func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 || args[0] != "start" {
 		ts.Fatalf("usage: %s", clusterUsage)
 	}
-	cfg, req, users := kvFlag{}, kvFlag{}, kvFlag{}
+	cfg, req, userList := kvFlag{}, kvFlag{}, kvList{}
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	fs.Var(cfg, "config", "broker config key=value (a hint where the target cannot set it)")
 	fs.Var(req, "require", "broker config key=value or key<=value the scenario needs")
 	sasl := fs.Bool("sasl", false, "require SASL/PLAIN; the suite logs in as the superuser")
 	acls := fs.Bool("acls", false, "enable ACL authorization (with -sasl)")
-	fs.Var(users, "user", "SASL user NAME:PASSWORD (with -sasl)")
+	fs.Var(&userList, "user", "SASL user NAME:PASSWORD (with -sasl)")
 	pos := parse(ts, fs, args, 2, clusterUsage)
+	users := map[string]string{}
+	for _, u := range userList {
+		name, pass, ok := strings.Cut(u, ":")
+		if !ok || name == "" {
+			ts.Fatalf("cluster start: -user wants NAME:PASSWORD, got %q", u)
+		}
+		users[name] = pass
+	}
 	n, err := strconv.Atoi(pos[1])
 	if err != nil || n < 1 {
 		ts.Fatalf("cluster start: bad broker count %q", pos[1])

@@ -109,8 +109,10 @@ func (c *consumeSpec) clientOpts(base []kgo.Opt, rec *checker.Recorder) []kgo.Op
 	if c.from == "end" {
 		reset = kgo.NewOffset().AtEnd()
 	}
+	// Control records (transaction markers) come back too, so a read
+	// can reach an end offset that is a marker; they are not recorded.
 	opts := append(base, kgo.ConsumeTopics(c.topic), kgo.ConsumeResetOffset(reset),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.KeepControlRecords())
 	if c.committed {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
@@ -191,8 +193,11 @@ func (c *consumeSpec) consume(rec *checker.Recorder, admin kmsgRequester, base [
 		op := rec.Invoke(checker.Op{F: checker.Poll, Topic: c.topic, Offset: -1, Isolation: iso(c.committed)})
 		crashed := false
 		for _, r := range recs {
-			op.Reads = append(op.Reads, checker.Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			if r.Attrs.IsControl() {
+				continue
+			}
+			op.Reads = append(op.Reads, checker.Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			n++
 			if c.crashAfter > 0 && n >= c.crashAfter {
 				crashed = true

@@ -24,7 +24,11 @@ group events NAME
 group check
 group raw join G TOPIC NAME
 group raw heartbeat G NAME [-member ID] [-generation N] [-expect ok|ERR]
-group raw commit G NAME TOPIC PART OFFSET [-member ID] [-generation N] [-expect ok|ERR]`
+group raw commit G NAME|- TOPIC PART OFFSET [-member ID] [-generation N] [-expect ok|ERR]
+group raw leave G NAME [-expect ok|ERR]
+group raw848 join G TOPIC NAME
+group raw848 heartbeat|leave G NAME [-member ID] [-epoch N] [-expect ok|ERR]
+group raw848 commit G NAME TOPIC PART OFFSET [-member ID] [-epoch N] [-expect ok|ERR]`
 
 // groups is a script's group members: real franz-go clients run in
 // process, and raw members made of hand-built requests.
@@ -102,6 +106,8 @@ func cmdGroup(ts *testscript.TestScript, neg bool, args []string) {
 		fmt.Fprintf(ts.Stdout(), "exclusive: %d ownership changes, never two owners\n", len(g.events))
 	case "raw":
 		g.rawCmd(ts, args[1:])
+	case "raw848":
+		g.raw848(ts, args[1:])
 	default:
 		ts.Fatalf("usage:\n%s", groupUsage)
 	}
@@ -426,6 +432,36 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 		g.mu.Unlock()
 		fmt.Fprintf(ts.Stdout(), "joined: generation=%d\n", rm.gen)
 		return
+	case "leave":
+		pos := parse(ts, fs, args[1:], 2, groupUsage)
+		g.mu.Lock()
+		rm, ok := g.raw[pos[1]]
+		g.mu.Unlock()
+		if !ok {
+			ts.Fatalf("group raw: no raw member %q (group raw join first)", pos[1])
+		}
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Group, req.MemberID = rm.group, rm.id
+		m := kmsg.NewLeaveGroupRequestMember()
+		m.MemberID = rm.id
+		req.Members = append(req.Members, m)
+		resp, err := req.RequestWith(ctx, cl)
+		ts.Check(err)
+		code := resp.ErrorCode
+		for _, m := range resp.Members {
+			if code == 0 {
+				code = m.ErrorCode
+			}
+		}
+		got := "ok"
+		if code != 0 {
+			got = errName(code)
+		}
+		fmt.Fprintf(ts.Stdout(), "leave: %s\n", got)
+		if !slices.Contains(strings.Split(*expect, "|"), got) {
+			ts.Fatalf("group raw leave: got %s, want %s", got, *expect)
+		}
+		return
 	case "heartbeat", "commit":
 	default:
 		ts.Fatalf("usage:\n%s", groupUsage)
@@ -438,6 +474,9 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 	g.mu.Lock()
 	rm, ok := g.raw[pos[1]]
 	g.mu.Unlock()
+	if pos[1] == "-" { // no member: a simple (standalone) consumer's commit
+		rm, ok = rawMember{group: st(ts).group(pos[0]), gen: -1}, true
+	}
 	if !ok {
 		ts.Fatalf("group raw: no raw member %q (group raw join first)", pos[1])
 	}

@@ -17,10 +17,9 @@ const sendUsage = "send TOPIC PART [-key K|-null-key] [-value V|-null-value] [-s
 
 // send TOPIC PART ...: produces one record exactly as described (keys,
 // null keys and values, headers, a CreateTime timestamp) with a plain
-// (non-idempotent) producer and prints "offset=N timestamp=T" (the
-// broker's timestamp under LogAppendTime, -1 otherwise), or
-// "error=NAME". -expect says which outcome the scenario needs. It sets
-// $OFFSET and $TIMESTAMP.
+// (non-idempotent, uncompressed) producer and prints "offset=N
+// partition=P" and "send: ok", or "send: ERROR_NAME". -expect says
+// which outcome the scenario needs. It sets $OFFSET.
 func cmdSend(ts *testscript.TestScript, neg bool, args []string) {
 	s := st(ts)
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
@@ -56,7 +55,7 @@ func cmdSend(ts *testscript.TestScript, neg bool, args []string) {
 		r.Timestamp = time.UnixMilli(*ms)
 	}
 	opts := append(s.clientOpts(s.needCluster(ts), *user), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(15*time.Second), kgo.RecordRetries(3),
+		kgo.DisableIdempotentWrite(), kgo.RecordRetries(3), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerBatchMaxBytes(16<<20), kgo.MaxBufferedBytes(64<<20))
 	switch *acks {
 	case "0":
@@ -73,15 +72,23 @@ func cmdSend(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	got, err := cl.ProduceSync(ctx, r).First()
 	if err == nil {
-		tsOut := int64(-1)
-		if got.Attrs.TimestampType() == 1 {
-			tsOut = got.Timestamp.UnixMilli()
-		}
-		fmt.Fprintf(ts.Stdout(), "offset=%d timestamp=%d\n", got.Offset, tsOut)
+		fmt.Fprintf(ts.Stdout(), "offset=%d partition=%d\n", got.Offset, got.Partition)
 		ts.Setenv("OFFSET", strconv.FormatInt(got.Offset, 10))
-		ts.Setenv("TIMESTAMP", strconv.FormatInt(tsOut, 10))
 	}
 	expectErr(ts, "send", err, *expect)
+}
+
+// sleep D: pauses the script for duration D (a wait for time itself,
+// e.g. to let segment.ms or delete.retention.ms pass).
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("sleep: %v", err)
+	}
+	time.Sleep(d)
 }
 
 // kvList collects repeated flag values in order.
@@ -120,40 +127,61 @@ func cmdDump(ts *testscript.TestScript, neg bool, args []string) {
 	if *from >= 0 {
 		start = *from
 	}
-	var b strings.Builder
-	n := 0
-	if start < end {
-		opts := append(s.clientOpts(s.needCluster(ts), *user),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(start)}}),
-			kgo.FetchMaxWait(200*time.Millisecond))
-		if iso == 1 {
-			opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-		}
-		cl, err := kgo.NewClient(opts...)
-		ts.Check(err)
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		next := start
-		for next < end {
-			fetches := cl.PollFetches(ctx)
-			if ctx.Err() != nil {
-				ts.Fatalf("dump %s/%d: reached offset %d of %d within 30s", pos[0], part, next, end)
-			}
-			fetches.EachError(func(_ string, _ int32, err error) { ts.Fatalf("dump: %v", err) })
-			fetches.EachRecord(func(r *kgo.Record) {
-				next = r.Offset + 1
-				n++
-				b.WriteString(formatRecord(r, strings.Split(*fields, ","), *maxValue))
-			})
-			if iso == 1 && next < end && len(fetches.Records()) == 0 {
-				// Aborted records and markers are not returned; the
-				// consumer's position tells how far it got.
-				continue
-			}
-		}
+	recs, err := readPartition(s, ts, topic, part, iso, start, end, *user)
+	if err != nil {
+		finish(ts, neg, fmt.Errorf("dump %s/%d: %w", pos[0], part, err))
+		return
 	}
+	if neg {
+		ts.Fatalf("dump: unexpected success")
+	}
+	var b strings.Builder
+	for _, r := range recs {
+		b.WriteString(formatRecord(r, strings.Split(*fields, ","), *maxValue))
+	}
+	n := len(recs)
 	fmt.Fprintf(ts.Stdout(), "%srecords=%d\n", b.String(), n)
+}
+
+// readPartition reads topic/part from start up to end with a fresh
+// consumer and returns the records (not the control records).
+func readPartition(s *state, ts *testscript.TestScript, topic string, part int32, iso int8, start, end int64, user string) ([]*kgo.Record, error) {
+	if start >= end {
+		return nil, nil
+	}
+	opts := append(s.clientOpts(s.needCluster(ts), user),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(start)}}),
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.KeepControlRecords())
+	if iso == 1 {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	next := start
+	for next < end {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("reached offset %d of %d within 30s", next, end)
+		}
+		var ferr error
+		fetches.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return nil, ferr
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			if !r.Attrs.IsControl() {
+				recs = append(recs, r)
+			}
+		})
+	}
+	return recs, nil
 }
 
 func formatRecord(r *kgo.Record, fields []string, maxValue int) string {

@@ -191,8 +191,12 @@ func (t *txnProducer) commitOffsets(ctx context.Context, group, topic string, pa
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = t.idFull(), group, id, epoch
 	req.Generation, req.MemberID = -1, ""
+	m, err := metadata(t.cl, []string{topic})
+	if err != nil || len(m.Topics) != 1 {
+		return fmt.Errorf("metadata %s: %v", topic, err)
+	}
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, m.Topics[0].TopicID // by name (v0-5) or ID (v6+)
 	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 	rp.Partition, rp.Offset, rp.LeaderEpoch = part, offset, -1
 	rt.Partitions = append(rt.Partitions, rp)

@@ -16,35 +16,6 @@ import (
 	"github.com/vltava/vltava/conformance/target"
 )
 
-// commands is the table of script commands this package adds.
-func commands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
-	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"cluster":        cmdCluster,
-		"broker":         cmdBroker,
-		"leader":         cmdLeader,
-		"follower":       cmdFollower,
-		"controller":     cmdController,
-		"fault":          cmdFault,
-		"topic":          cmdTopic,
-		"offsets":        cmdOffsets,
-		"delete-records": cmdDeleteRecords,
-		"produce":        cmdProduce,
-		"consume":        cmdConsume,
-		"await":          cmdAwait,
-		"check":          cmdCheck,
-		"raw":            cmdRaw,
-		"group":          cmdGroup,
-		"txn":            cmdTxn,
-		"send":           cmdSend,
-		"dump":           cmdDump,
-		"list-offsets":   cmdListOffsets,
-		"committed":      cmdCommitted,
-		"acl":            cmdACL,
-		"quota":          cmdQuota,
-		"sleep":          cmdSleep,
-	}
-}
-
 const clusterUsage = "cluster start N [-config key=value]... [-require key=value|key<=value]... [-sasl [-user NAME:PASSWORD]... [-acls]]"
 
 // cluster start N ...: starts N brokers (an external target starts

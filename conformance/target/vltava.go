@@ -2,6 +2,7 @@ package target
 
 import (
 	"context"
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"net"
@@ -36,15 +37,24 @@ func (*Vltava) Facts() Caps {
 		"sasl": false} // vltavad authenticates through plugins; the target does not configure them yet
 }
 
-// Software implements softwarer: the binary, and the module version
-// of the vltava command that runs the suite (built from the same tree
-// when the binary was built by go build).
+// Software implements softwarer: the binary's module version and VCS
+// revision, from its build information.
 func (v *Vltava) Software() string {
-	s := "vltavad (" + v.Bin + ")"
-	if mv := moduleVersion("github.com/vltava/vltava"); mv != "" {
-		s += ", github.com/vltava/vltava " + mv
+	s := "vltavad"
+	bi, err := buildinfo.ReadFile(v.Bin)
+	if err != nil {
+		return s + " (no build information)"
 	}
-	return s
+	s += " " + bi.Main.Path + " " + bi.Main.Version
+	for _, st := range bi.Settings {
+		switch {
+		case st.Key == "vcs.revision" && len(st.Value) >= 12:
+			s += " " + st.Value[:12]
+		case st.Key == "vcs.modified" && st.Value == "true":
+			s += "+modified"
+		}
+	}
+	return s + " (" + bi.GoVersion + ")"
 }
 
 // quorumSize is the smallest metadata quorum a multi-broker cluster

@@ -124,10 +124,14 @@ func checkRequired(ts *testscript.TestScript, s *state, ids []int32, req kvFlag)
 	for _, k := range slices.Sorted(maps.Keys(req)) {
 		want := req[k]
 		key, atMost := strings.CutSuffix(k, "<")
+		op := "="
+		if atMost {
+			op = "<="
+		}
 		for _, id := range ids {
 			got, err := brokerConfig(s.client(ts), id, key)
 			if err != nil {
-				s.skip(fmt.Sprintf("precondition: needs broker config %s %s %s; DescribeConfigs on broker %d: %v", key, map[bool]string{true: "<=", false: "="}[atMost], want, id, err))
+				s.skip(fmt.Sprintf("precondition: needs broker config %s%s%s; DescribeConfigs on broker %d: %v", key, op, want, id, err))
 			}
 			ok := got == want
 			if atMost {
@@ -136,10 +140,6 @@ func checkRequired(ts *testscript.TestScript, s *state, ids []int32, req kvFlag)
 				ok = err1 == nil && err2 == nil && g <= w
 			}
 			if !ok {
-				op := "="
-				if atMost {
-					op = "<="
-				}
 				s.skip(fmt.Sprintf("precondition: needs broker config %s%s%s; broker %d has %s=%s (set it on the cluster to run this scenario)", key, op, want, id, key, got))
 			}
 		}

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vltava/vltava/conformance/target"
 )
@@ -104,5 +108,55 @@ func TestConformanceReports(t *testing.T) {
 	}
 	if len(rep.Target.APIs) < 10 || len(rep.Results) != 1 || rep.Results[0].Status != "pass" {
 		t.Fatalf("JSON report: %+v", rep)
+	}
+}
+
+// TestConformanceExternalCleansUp runs scenarios against a running
+// cluster as the external target: the topics it creates carry the run
+// prefix and are deleted at the end (kept with --keep), and a scenario
+// whose broker settings the cluster lacks is skipped with the setting.
+func TestConformanceExternalCleansUp(t *testing.T) {
+	t.Setenv(target.EnvBootstrap, "")
+	t.Setenv(target.EnvCaps, "")
+	for _, keep := range []bool{false, true} {
+		addr := newCluster(t)
+		dir := t.TempDir()
+		report := filepath.Join(dir, "r.md")
+		args := []string{"-b", addr, "conformance", "--target", "external", "--run", "^(format_null_key_value|offsets_retention_ms)$", "--report", report}
+		if keep {
+			args = append(args, "--keep")
+		}
+		var out, errb bytes.Buffer
+		if err := run(context.Background(), args, nil, &out, &errb); err != nil {
+			t.Fatalf("%v\n%s", err, errb.String())
+		}
+		b, _ := os.ReadFile(report)
+		if !strings.Contains(string(b), "| format_null_key_value | pass |") ||
+			!strings.Contains(string(b), "precondition: needs broker config log.retention.check.interval.ms<=200") {
+			t.Fatalf("report:\n%s", b)
+		}
+		if !strings.Contains(errb.String(), "bootstrap: "+addr+" (from -b)") {
+			t.Errorf("stderr does not say where the bootstrap came from:\n%s", errb.String())
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		topics, err := kadm.NewClient(cl).ListTopics(ctx)
+		cancel()
+		cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, name := range topics.Names() {
+			if strings.HasPrefix(name, "vc-") && strings.HasSuffix(name, "-nv") {
+				left = append(left, name)
+			}
+		}
+		if keep != (len(left) == 1) {
+			t.Errorf("keep=%v: prefixed topics left on the cluster: %v (all: %v)", keep, left, topics.Names())
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lso TOPIC PART N | records TOPIC PART N | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
+const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lso TOPIC PART N | records TOPIC PART N | config TOPIC KEY VALUE | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
 
 // await CONDITION... [-timeout D]: waits until the condition holds, or
 // fails at the timeout with what it last saw. '! await CONDITION' (other
@@ -23,7 +23,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 {
 		ts.Fatalf("usage: %s", awaitUsage)
 	}
-	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lso": 4, "records": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
+	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lso": 4, "records": 4, "config": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
 	if npos == 0 {
 		ts.Fatalf("await: unknown condition %q; usage: %s", args[0], awaitUsage)
 	}
@@ -82,6 +82,32 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 				return hw >= want, got
 			}
 			return start >= want, got
+		}
+	case "config":
+		// Every broker describes topic config KEY as VALUE: config
+		// changes reach the brokers asynchronously (in Kafka too).
+		topic, key, want := s.topic(ts, pos[1]), pos[2], pos[3]
+		cond = func() (bool, string) {
+			for i, b := range s.client(ts).DiscoveredBrokers() {
+				req := kmsg.NewPtrDescribeConfigsRequest()
+				r := kmsg.NewDescribeConfigsRequestResource()
+				r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{key}
+				req.Resources = append(req.Resources, r)
+				ctx, cancel := ctxFor(5 * time.Second)
+				resp, err := b.RetriableRequest(ctx, req)
+				cancel()
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, res := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+					for _, c := range res.Configs {
+						if c.Name == key && (c.Value == nil || *c.Value != want) {
+							return false, fmt.Sprintf("discovered broker #%d: %s=%v", i+1, key, c.Value)
+						}
+					}
+				}
+			}
+			return true, ""
 		}
 	case "records":
 		// The partition holds at most N records from its log start to

@@ -240,7 +240,7 @@ func committedOffsets(ctx context.Context, admin kmsgRequester, group, topic str
 		}
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, admin)
+	resp, err := req.RequestWith(ctx, coord(admin))
 	if err != nil {
 		return nil, fmt.Errorf("consume: offset fetch: %w", err)
 	}

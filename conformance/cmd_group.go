@@ -445,7 +445,7 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 		m := kmsg.NewLeaveGroupRequestMember()
 		m.MemberID = rm.id
 		req.Members = append(req.Members, m)
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, coord(cl))
 		ts.Check(err)
 		code := resp.ErrorCode
 		for _, m := range resp.Members {
@@ -492,7 +492,7 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Group, req.MemberID, req.Generation = rm.group, rm.id, rm.gen
 		var resp *kmsg.HeartbeatResponse
-		if resp, err = req.RequestWith(ctx, cl); err == nil {
+		if resp, err = req.RequestWith(ctx, coord(cl)); err == nil {
 			code = resp.ErrorCode
 		}
 	} else {
@@ -524,7 +524,7 @@ func rawJoin(ctx context.Context, cl *kgo.Client, group, topic string) (rawMembe
 		req.Group, req.MemberID, req.ProtocolType = group, rm.id, "consumer"
 		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 10000
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: md.AppendTo(nil)}}
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, coord(cl))
 		if err != nil {
 			return rm, err
 		}
@@ -557,7 +557,7 @@ func rawJoin(ctx context.Context, cl *kgo.Client, group, topic string) (rawMembe
 	if join.LeaderID == rm.id {
 		sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: rm.id, MemberAssignment: as.AppendTo(nil)}}
 	}
-	resp, err := sync.RequestWith(ctx, cl)
+	resp, err := sync.RequestWith(ctx, coord(cl))
 	if err != nil {
 		return rm, err
 	}
@@ -588,7 +588,7 @@ func rawCommit(ctx context.Context, cl *kgo.Client, group string, rm rawMember, 
 	rp.Partition, rp.Offset = p, o
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, coord(cl))
 	if err != nil {
 		return 0, err
 	}

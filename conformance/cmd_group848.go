@@ -41,7 +41,7 @@ func (g *groups) raw848(ts *testscript.TestScript, args []string) {
 			req.SubscribedTopicNames = topics
 			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 		}
-		return req.RequestWith(ctx, cl)
+		return req.RequestWith(ctx, coord(cl))
 	}
 	switch args[0] {
 	case "join":

@@ -291,6 +291,10 @@ func cmdCommitted(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := ctxFor(15 * time.Second)
 	defer cancel()
 	offs, err := s.adm(ts).FetchOffsets(ctx, group)
+	for err != nil && coordinatorError(kerrCode(err)) && ctx.Err() == nil {
+		time.Sleep(200 * time.Millisecond) // a fresh cluster's coordinator: retry, as clients do
+		offs, err = s.adm(ts).FetchOffsets(ctx, group)
+	}
 	if err != nil && !strings.Contains(err.Error(), "GROUP_ID_NOT_FOUND") {
 		ts.Fatalf("committed: %v", err)
 	}

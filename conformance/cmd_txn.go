@@ -181,7 +181,7 @@ func (t *txnProducer) commitOffsets(ctx context.Context, group, topic string, pa
 	}
 	add := kmsg.NewPtrAddOffsetsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = t.idFull(), id, epoch, group
-	ar, err := add.RequestWith(ctx, t.cl)
+	ar, err := add.RequestWith(ctx, coord(t.cl))
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (t *txnProducer) commitOffsets(ctx context.Context, group, topic string, pa
 	rp.Partition, rp.Offset, rp.LeaderEpoch = part, offset, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, t.cl)
+	resp, err := req.RequestWith(ctx, coord(t.cl))
 	if err != nil {
 		return err
 	}
@@ -232,6 +232,15 @@ func kerrName(err error) string {
 		return ke.Message
 	}
 	return ""
+}
+
+// kerrCode is the Kafka error code inside err (0 if none).
+func kerrCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return 0
 }
 
 // expectErr fails the script unless err matches expect ("ok" or Kafka

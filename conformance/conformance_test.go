@@ -14,6 +14,10 @@ import (
 // EnvTarget picks the target of 'go test ./conformance' (default vltava).
 const EnvTarget = "VLTAVA_CONFORMANCE_TARGET"
 
+// EnvKeep, set to 1, keeps the topics and groups a run creates on an
+// external cluster (the CLI's --keep).
+const EnvKeep = "VLTAVA_CONFORMANCE_KEEP"
+
 func TestMain(m *testing.M) { daemontest.Main(m) }
 
 // TestConformance runs every script in testdata against the target named
@@ -44,5 +48,7 @@ func runTarget(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("target %s (%s) capabilities: %s", tg.Name(), desc.Software, desc.Caps)
-	testscript.Run(t, New(tg, desc.Caps).Params("testdata"))
+	suite := New(tg, desc.Caps)
+	suite.Keep = os.Getenv(EnvKeep) == "1"
+	testscript.Run(t, suite.Params("testdata"))
 }

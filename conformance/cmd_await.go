@@ -9,10 +9,11 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lso TOPIC PART N | records TOPIC PART N | config TOPIC KEY VALUE | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
+const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lso TOPIC PART N | records TOPIC PART N | config TOPIC KEY VALUE | absent TOPIC | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
 
 // await CONDITION... [-timeout D]: waits until the condition holds, or
 // fails at the timeout with what it last saw. '! await CONDITION' (other
@@ -23,7 +24,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 {
 		ts.Fatalf("usage: %s", awaitUsage)
 	}
-	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lso": 4, "records": 4, "config": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
+	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lso": 4, "records": 4, "config": 4, "absent": 2, "lag-zero": 3, "controller-changed": 2}[args[0]]
 	if npos == 0 {
 		ts.Fatalf("await: unknown condition %q; usage: %s", args[0], awaitUsage)
 	}
@@ -82,6 +83,24 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 				return hw >= want, got
 			}
 			return start >= want, got
+		}
+	case "absent":
+		// No broker lists the topic any more (deletion reaches the
+		// brokers asynchronously, in Kafka too).
+		topic := s.topic(ts, pos[1])
+		cond = func() (bool, string) {
+			for i, b := range s.client(ts).DiscoveredBrokers() {
+				m, err := metadata(b, []string{topic})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, t := range m.Topics {
+					if t.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+						return false, fmt.Sprintf("discovered broker #%d: %s: %s, %d partitions", i+1, topic, errName(t.ErrorCode), len(t.Partitions))
+					}
+				}
+			}
+			return true, ""
 		}
 	case "config":
 		// Every broker describes topic config KEY as VALUE: config

@@ -95,7 +95,7 @@ func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
 			s.skip(fmt.Sprintf("precondition: needs %d brokers; the cluster has %d", n, len(m.Brokers)))
 		}
 	}
-	awaitCond(ts, 30*time.Second, fmt.Sprintf("%d brokers in metadata", o.Brokers), func() (bool, string) {
+	awaitCond(ts, 60*time.Second, fmt.Sprintf("%d brokers in metadata", o.Brokers), func() (bool, string) {
 		m, err := metadata(s.client(ts), nil)
 		if err != nil {
 			return false, err.Error()

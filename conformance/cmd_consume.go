@@ -177,7 +177,12 @@ func (c *consumeSpec) consume(rec *checker.Recorder, admin kmsgRequester, base [
 			return "", fmt.Errorf("consume %s: timed out after %d records; reached %v, want %v", c.topic, n, next, ends)
 		}
 		var ferr error
-		fetches.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("%s/%d: %w", t, p, err)) })
+		fetches.EachError(func(t string, p int32, err error) {
+			if kerr.IsRetriable(err) {
+				return // a partition between leaders: the client retries
+			}
+			ferr = errors.Join(ferr, fmt.Errorf("%s/%d: %w", t, p, err))
+		})
 		if ferr != nil && !errors.Is(ferr, context.DeadlineExceeded) {
 			return "", fmt.Errorf("consume: %w", ferr)
 		}

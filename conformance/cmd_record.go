@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -170,7 +171,11 @@ func readPartition(s *state, ts *testscript.TestScript, topic string, part int32
 			return nil, fmt.Errorf("reached offset %d of %d within 30s", next, end)
 		}
 		var ferr error
-		fetches.EachError(func(_ string, _ int32, err error) { ferr = err })
+		fetches.EachError(func(_ string, _ int32, err error) {
+			if !kerr.IsRetriable(err) { // retriable: a partition between leaders
+				ferr = err
+			}
+		})
 		if ferr != nil {
 			return nil, ferr
 		}

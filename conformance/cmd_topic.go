@@ -206,20 +206,28 @@ func offsetsOf(cl kmsgRequester, topic string, part int32, isolation int8) (star
 		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = part, ts, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		ctx, cancel := ctxFor(10 * time.Second)
-		defer cancel()
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return 0, err
+		// A partition between leaders (a broker restarting) answers a
+		// retriable error for a moment; retry for up to 30s, as clients do.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := ctxFor(10 * time.Second)
+			resp, err := req.RequestWith(ctx, cl)
+			cancel()
+			if err != nil {
+				return 0, err
+			}
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				return 0, fmt.Errorf("list offsets %s/%d: malformed response", topic, part)
+			}
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode == 0 {
+				return p.Offset, nil
+			}
+			if !kerr.IsRetriable(kerr.ErrorForCode(p.ErrorCode)) || time.Now().After(deadline) {
+				return 0, fmt.Errorf("list offsets %s/%d: %s", topic, part, errName(p.ErrorCode))
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return 0, fmt.Errorf("list offsets %s/%d: malformed response", topic, part)
-		}
-		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != 0 {
-			return 0, fmt.Errorf("list offsets %s/%d: %s", topic, part, errName(p.ErrorCode))
-		}
-		return p.Offset, nil
 	}
 	if start, err = get(-2); err != nil {
 		return

@@ -42,8 +42,9 @@ type Suite struct {
 	// (by default each script deletes its topics and groups at its end).
 	Prefix string
 	Keep   bool
-	// MinBrokers raises every 'cluster start N' to at least this many
-	// brokers (the vltava three-node report runs the corpus this way).
+	// MinBrokers runs the single-broker scenarios ('cluster start 1')
+	// on clusters of this many brokers (the vltava three-node report);
+	// multi-broker scenarios keep the topology and timing they state.
 	MinBrokers int
 
 	mu        sync.Mutex

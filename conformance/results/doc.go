@@ -1,6 +1,6 @@
 // Package results holds the published conformance reports, one per
-// target: vltava.md (one node), vltava-3.md (every scenario's cluster
-// raised to three brokers) and kfake.md. 'go generate
+// target: vltava.md (one node), vltava-3.md (the single-broker scenarios
+// on three-broker clusters) and kfake.md. 'go generate
 // ./conformance/results' regenerates all three with the vltava CLI; the
 // reports record the target, its ApiVersions and capabilities, and every
 // scenario's result.

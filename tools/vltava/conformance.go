@@ -61,11 +61,15 @@ func runConformance(ctx context.Context, e *env, c *command, args []string) erro
 	junit := f.String("junit", "", "also write JUnit XML to `FILE`")
 	title := f.String("title", "", "report title (default: Conformance report: TARGET)")
 	keep := f.Bool("keep", false, "external: keep the topics and groups the run created")
-	brokers := f.Int("brokers", 0, "start at least `N` brokers for every scenario (vltava, kfake)")
+	brokers := f.Int("brokers", 0, "run the single-broker scenarios on `N` brokers (vltava, kfake)")
 	vltavad := f.String("vltavad", "", "vltavad binary for --target vltava (default: vltavad on PATH, else go build)")
 	run := f.String("run", "", "only scenarios matching `REGEXP`")
 	verbose := f.Bool("v", false, "print every scenario's log")
 	exitZero := f.Bool("exit-zero", false, "exit 0 even when scenarios fail (publishing reports)")
+	for _, name := range []string{"b", "bootstrap"} { // no default here: see conformanceHelp
+		fl := f.Lookup(name)
+		fl.DefValue, fl.Usage = "", "bootstrap broker(s) of --target external, comma-separated (no default; wins over $"+target.EnvBootstrap+")"
+	}
 	f.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: vltava conformance [flags]\n%s\n\nflags:\n", c.summary)
 		f.PrintDefaults()

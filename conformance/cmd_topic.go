@@ -213,6 +213,10 @@ func offsetsOf(cl kmsgRequester, topic string, part int32, isolation int8) (star
 			ctx, cancel := ctxFor(10 * time.Second)
 			resp, err := req.RequestWith(ctx, cl)
 			cancel()
+			if err != nil && kerr.IsRetriable(err) && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond) // the client found no leader yet
+				continue
+			}
 			if err != nil {
 				return 0, err
 			}

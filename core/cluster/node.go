@@ -157,8 +157,8 @@ type Node struct {
 	shutdown      bool  // ShutDown or Close began: do not register again
 	controllerVer int64 // version of /controller while this Node is controller, else 0
 
-	kick chan struct{} // CheckSession: renew (or find the session gone) now
-	suspicion     int64 // version of an unanswered /suspects/<self> for the current session, else 0
+	kick      chan struct{} // CheckSession: renew (or find the session gone) now
+	suspicion int64         // version of an unanswered /suspects/<self> for the current session, else 0
 
 	suspected chan struct{} // wakes answerSuspicions; buffered 1
 }

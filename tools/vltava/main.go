@@ -59,6 +59,7 @@ type env struct {
 	reach          reachability        // the last connection failure, for error messages
 	onFlags        func(*flag.FlagSet) // if set, told each command's flag set (completion)
 	flags          *cmdFlags           // the running command's flags, for its usage
+	bootstrapSet   bool                // -b/--bootstrap given before the command
 }
 
 // reported wraps an error whose message run already printed (a usage
@@ -128,7 +129,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				}
 				e.timeout = d
 			} else {
-				e.bootstrap = val
+				e.bootstrap, e.bootstrapSet = val, true
 			}
 		case "h", "help":
 			printUsage(stdout)

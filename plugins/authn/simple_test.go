@@ -131,7 +131,10 @@ type saslBroker struct {
 func startSASL(t *testing.T, bin, dataDir, authenticators, extra string) *saslBroker {
 	t.Helper()
 	addr := daemontest.FreePort(t)
-	cfg := fmt.Sprintf("listeners: SASL_PLAINTEXT://%s\nlog.dirs: %s\nmetrics.listen: \"\"\nsasl.authenticators: %s\n%s", addr, dataDir, authenticators, extra)
+	cfg := fmt.Sprintf("listeners: SASL_PLAINTEXT://%s\nlog.dirs: %s\nsasl.authenticators: %s\n%s", addr, dataDir, authenticators, extra)
+	if !strings.Contains(extra, "metrics.listen") {
+		cfg += "\nmetrics.listen: \"\"\n"
+	}
 	path := filepath.Join(t.TempDir(), "vltava.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func TestConformanceHelpDocumentsHooks(t *testing.T) {
 	_ = run(context.Background(), []string{"conformance", "-h"}, nil, &out, &errb)
 	for _, want := range []string{target.EnvKill, target.EnvStop, target.EnvCont, target.EnvRestart, target.EnvCaps,
 		target.EnvBootstrap, "--keep", "-format", "-junit", "kill9", "transactions", "sasl"} {
-		if !strings.Contains(errb.String(), want) {
+		if !strings.Contains(out.String()+errb.String(), want) {
 			t.Errorf("conformance -h does not mention %q", want)
 		}
 	}

@@ -105,3 +105,21 @@ func (b *Broker) QuotaSensors() []quota.Throttled { return b.quotas.Sensors(time
 func (b *Broker) ISRChanges() (shrinks, expands int64) {
 	return b.isrShrinks.Load(), b.isrExpands.Load()
 }
+
+// Elections returns the clean and unclean leader elections this broker
+// made as the cluster's controller.
+func (b *Broker) Elections() (clean, unclean int64) {
+	if b.cl == nil || b.cl.node == nil {
+		return 0, 0
+	}
+	return b.cl.node.Elections()
+}
+
+// StoreSession reports whether the broker holds its metadata-store
+// session and is not fenced (able to lead).
+func (b *Broker) StoreSession() (live, fenced bool) {
+	if b.cl == nil || b.cl.node == nil {
+		return false, false
+	}
+	return b.cl.node.SessionLive(), b.cl.node.Fenced()
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vltava/vltava/plugins/sdk"
@@ -135,6 +136,10 @@ type FenceApplier interface {
 // the session keeper (keepSession), the watcher (watchLoop, with one
 // pump per watch stream), and the controller loop (runController).
 type Node struct {
+	// elections counts the leader elections this node made as controller
+	// (monitoring: Elections).
+	elections struct{ clean, unclean atomic.Int64 }
+
 	cfg         Config
 	store       sdk.MetadataStore
 	apply       Applier
@@ -425,6 +430,20 @@ func (n *Node) IsController() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.controllerVer != 0 && n.view.controller.version == n.controllerVer
+}
+
+// Elections returns how many clean and unclean leader elections this node
+// made while it was the controller.
+func (n *Node) Elections() (clean, unclean int64) {
+	return n.elections.clean.Load(), n.elections.unclean.Load()
+}
+
+// SessionLive reports whether the node holds a metadata-store session (it
+// registered and the session has not ended), for monitoring.
+func (n *Node) SessionLive() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.session != 0
 }
 
 // Fenced reports whether the broker's session is gone (see FenceApplier).

@@ -112,6 +112,12 @@ func TestClusterUp(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
+	// topic describe --under-replicated names them and the missing replica.
+	ur := cli(t, b1, "", "topic", "describe", "--under-replicated")
+	if got := regexp.MustCompile(`(?m)^rep +[01] +\d+ +\S+ +\S+ +2 *$`).FindAllString(ur, -1); len(got) != 2 {
+		t.Errorf("topic describe --under-replicated does not list rep's two partitions missing broker 2:\n%s", ur)
+	}
+
 	// broker 1 crashes (kill -9 from outside): reported, the others run.
 	pidText, err := os.ReadFile(filepath.Join(dir, "broker-1", ".lock"))
 	if err != nil {

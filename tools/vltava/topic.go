@@ -18,7 +18,7 @@ import (
 var topicCommands = []command{
 	{path: "topic create", args: "NAME", summary: "create a topic (and wait until every broker serves it)", run: topicCreate},
 	{path: "topic list", summary: "list topics with partitions, replication factor and under-replicated partitions", run: topicList},
-	{path: "topic describe", args: "NAME", summary: "show partitions, offsets and non-default configs", run: topicDescribe},
+	{path: "topic describe", args: "NAME | --under-replicated", summary: "show partitions, offsets and non-default configs; --under-replicated: the partitions whose ISR lacks a replica, of NAME or of every topic", run: topicDescribe},
 	{path: "topic delete", args: "NAME...", summary: "delete topics", run: topicDelete},
 	{path: "topic alter-config", args: "NAME", summary: "set (-c) or reset (-d) topic configs", run: topicAlterConfig},
 	{path: "topic add-partitions", args: "NAME", summary: "add partitions (--count N more, or --total N)", run: topicAddPartitions},
@@ -191,12 +191,20 @@ const describeRetryFor = 5 * time.Second
 func topicDescribe(ctx context.Context, e *env, c *command, args []string) error {
 	f := newFlags(e, c)
 	output := outputFlag(f)
-	pos, err := f.parse(args, 1, 1)
+	under := f.Bool("under-replicated", false, "list only partitions whose ISR is smaller than their replica set (every topic unless NAME is given)")
+	pos, err := f.parse(args, 0, 1)
 	if err != nil {
 		return err
 	}
 	if err := checkOutput(*output); err != nil {
 		return err
+	}
+	if *under {
+		return underReplicated(ctx, e, pos, *output)
+	}
+	if len(pos) == 0 {
+		f.Usage()
+		return errUsage
 	}
 	name := pos[0]
 	return e.adminClient(ctx, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
@@ -525,4 +533,35 @@ func topicExists(ctx context.Context, adm *kadm.Client, topic string) error {
 		return fmt.Errorf("topic %s: %w", topic, td.Err)
 	}
 	return nil
+}
+
+// underReplicated lists the partitions of topics (every topic when none is
+// named) whose ISR lacks one of their replicas, as kafka-topics.sh
+// --describe --under-replicated-partitions does.
+func underReplicated(ctx context.Context, e *env, topics []string, output string) error {
+	return e.admin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+		md, err := adm.Metadata(ctx, topics...)
+		if err != nil {
+			return err
+		}
+		t := newTable("TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "MISSING")
+		for _, td := range md.Topics.Sorted() {
+			if td.Err != nil {
+				return fmt.Errorf("%s: %w", td.Topic, td.Err)
+			}
+			for _, p := range td.Partitions.Sorted() {
+				if len(p.ISR) >= len(p.Replicas) {
+					continue
+				}
+				var missing []int32
+				for _, r := range p.Replicas {
+					if !slices.Contains(p.ISR, r) {
+						missing = append(missing, r)
+					}
+				}
+				t.add(td.Topic, p.Partition, p.Leader, p.Replicas, p.ISR, missing)
+			}
+		}
+		return t.write(e.stdout, output)
+	})
 }

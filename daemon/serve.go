@@ -25,6 +25,12 @@ import (
 
 // serveMain runs a broker until a signal and returns the exit code.
 func serveMain(args []string, stdout, stderr io.Writer) int {
+	// Subscribe first, so a signal during startup is not lost: checkListen
+	// binds the Kafka port for a moment, and a SIGTERM sent once that port
+	// answered must stop the broker cleanly, not kill it.
+	sigCh := make(chan os.Signal, 2)
+	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigCh)
 	f, code, ok := loadFlags(args, stdout, stderr)
 	if !ok {
 		return code
@@ -80,11 +86,6 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-
-	// Subscribe before starting so a signal during startup is not lost.
-	sigCh := make(chan os.Signal, 2)
-	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigCh)
 
 	limit, err := fdlimit.Check(cfg)
 	if err != nil {

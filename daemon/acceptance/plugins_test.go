@@ -229,9 +229,14 @@ func TestPluginKill9WhileClientsActive(t *testing.T) {
 	if !d.Running() {
 		t.Fatalf("vltavad died")
 	}
-	log := d.Log()
+	// The supervisor logs a restart once the new process answered, which
+	// may come a moment after its pid shows.
 	for _, want := range []string{`msg="host: plugin process exited; restarting" plugin=local`, `msg="host: plugin restarted" plugin=range`} {
-		if !strings.Contains(log, want) {
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(d.Log(), want) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !strings.Contains(d.Log(), want) {
 			t.Errorf("log lacks %s", want)
 		}
 	}

@@ -54,6 +54,10 @@ var authzTable = map[int16]authzRule{
 	21: {rtTopic, opDelete, eachTopic(opDelete, splitDeleteRecords)},
 	22: {rtCluster, opIdempotentWrite, checkInitProducerID}, // or WRITE on any topic; transactions: WRITE on the ID
 	23: {rtTopic, opDescribe, checkOffsetForLeaderEpoch},    // replicas: CLUSTER_ACTION
+	24: {rtTxnID, opWrite, checkAddPartitionsToTxn},         // + WRITE on each topic; v4+: CLUSTER_ACTION
+	25: {rtTxnID, opWrite, checkAddOffsetsToTxn},            // + READ on the group
+	26: {rtTxnID, opWrite, checkEndTxn},
+	28: {rtTxnID, opWrite, checkTxnOffsetCommit}, // + READ on the group and each topic
 	29: {rtCluster, opDescribe, onCluster(opDescribe)},
 	30: {rtCluster, opAlter, onCluster(opAlter)},
 	31: {rtCluster, opAlter, onCluster(opAlter)},

@@ -661,3 +661,15 @@ func (e *authzEnv) waitACLs(bs []acl.Binding) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// waitN waits until the broker's authorizer holds exactly n bindings.
+func (e *authzEnv) waitN(n int) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(e.b.authz.Bindings()) != n {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the authorizer holds %d bindings, want %d", len(e.b.authz.Bindings()), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -91,7 +91,7 @@ func (b Binding) Validate() error {
 }
 
 // Prefix is the metadata store prefix of every binding.
-const Prefix = "acl/"
+const Prefix = "/acls/"
 
 // Key is b's metadata store key (see the package doc).
 func (b Binding) Key() string {

@@ -37,7 +37,7 @@
 //
 // Bindings live in the metadata store, one key per binding:
 //
-//	acl/<resource type>/<pattern type>/<name>/<principal>/<host>/<operation>/<permission>
+//	/acls/<resource type>/<pattern type>/<name>/<principal>/<host>/<operation>/<permission>
 //
 // the numeric kinds as Kafka's protocol numbers them, the strings
 // path-escaped (net/url PathEscape); the value is the binding as JSON.

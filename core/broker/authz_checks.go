@@ -683,3 +683,19 @@ func checkOffsetDelete(b *Broker, req *wire.Request, w who) (kmsg.Response, func
 		}
 	}
 }
+
+// checkConsumerGroupHeartbeat: READ on the group, then DESCRIBE on every
+// subscribed topic name (TOPIC_AUTHORIZATION_FAILED for the whole
+// heartbeat if one is refused, as Kafka answers).
+func checkConsumerGroupHeartbeat(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
+	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !b.allowed(w, rtGroup, r.Group, opRead) {
+		return denyWhole(r, errGroupAuthz), nil
+	}
+	for _, name := range r.SubscribedTopicNames {
+		if !b.allowed(w, rtTopic, name, opDescribe) {
+			return denyWhole(r, errTopicAuthz), nil
+		}
+	}
+	return nil, nil
+}

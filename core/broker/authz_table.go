@@ -74,8 +74,8 @@ var authzTable = map[int16]authzRule{
 	47: {rtGroup, opDelete, checkOffsetDelete}, // + READ on each topic
 	48: {rtCluster, opDescribeConfigs, onCluster(opDescribeConfigs)},
 	49: {rtCluster, opAlterConfigs, onCluster(opAlterConfigs)},
-	60: {}, // DescribeCluster: Kafka checks only for authorized operations
-	68: {rtGroup, opRead, onGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group })},
+	60: {},                                             // DescribeCluster: Kafka checks only for authorized operations
+	68: {rtGroup, opRead, checkConsumerGroupHeartbeat}, // + DESCRIBE on each subscribed topic
 	69: {rtGroup, opDescribe, eachGroup(opDescribe, splitConsumerGroupDescribe)},
 }
 

@@ -503,6 +503,14 @@ func authzCases() []authzCase {
 				r.Group, r.MemberID, r.MemberEpoch = "g68", "", -1
 				return r
 			}},
+		{key: 68, name: "ConsumerGroupHeartbeatTopic", code: errTopicAuthz, have: []acl.Binding{groupACL("g68t", "", opRead)},
+			grant: []acl.Binding{topicACL("", opDescribe)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				r.Group, r.MemberID, r.MemberEpoch = "g68t", "", -1
+				r.SubscribedTopicNames = []string{authzTopic}
+				return r
+			}},
 		{key: 69, name: "ConsumerGroupDescribe", code: errGroupAuthz, grant: []acl.Binding{groupACL("g", "", opDescribe)},
 			req: func(e *authzEnv) kmsg.Request {
 				r := kmsg.NewPtrConsumerGroupDescribeRequest()

@@ -471,22 +471,28 @@ func checkCreateTopics(b *Broker, req *wire.Request, w who) (kmsg.Response, func
 	}
 }
 
-func splitDeleteTopics(m kmsg.Request, keep func(string) bool, code int16) func(kmsg.Response) {
-	r := m.(*kmsg.DeleteTopicsRequest)
+// checkDeleteTopics: DELETE on each topic, named or (v6+) by ID.
+func checkDeleteTopics(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
+	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	keep := func(name string) bool { return b.allowed(w, rtTopic, name, opDelete) }
 	var refusedNames []string
 	var refused []kmsg.DeleteTopicsRequestTopic
 	r.TopicNames, refusedNames = splitSlice(r.TopicNames, func(n *string) bool { return keep(*n) })
 	r.Topics, refused = splitSlice(r.Topics, func(t *kmsg.DeleteTopicsRequestTopic) bool {
-		return t.Topic == nil || keep(*t.Topic)
+		if t.Topic != nil {
+			return keep(*t.Topic)
+		}
+		name := b.topicIDName(t.TopicID)
+		return name == "" || keep(name) // an unknown ID: the handler answers it
 	})
 	if refusedNames == nil && refused == nil {
-		return nil
+		return nil, nil
 	}
-	return func(m kmsg.Response) {
+	return nil, func(m kmsg.Response) {
 		resp := m.(*kmsg.DeleteTopicsResponse)
 		add := func(name *string, id [16]byte) {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic, rt.TopicID, rt.ErrorCode = name, id, code
+			rt.Topic, rt.TopicID, rt.ErrorCode = name, id, errTopicAuthz
 			resp.Topics = append(resp.Topics, rt)
 		}
 		for _, n := range refusedNames {

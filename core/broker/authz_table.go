@@ -50,7 +50,7 @@ var authzTable = map[int16]authzRule{
 	17: {},                                     // SaslHandshake: before authentication
 	18: {},                                     // ApiVersions
 	19: {rtTopic, opCreate, checkCreateTopics}, // or CREATE on the cluster
-	20: {rtTopic, opDelete, eachTopic(opDelete, splitDeleteTopics)},
+	20: {rtTopic, opDelete, checkDeleteTopics},
 	21: {rtTopic, opDelete, eachTopic(opDelete, splitDeleteRecords)},
 	22: {rtCluster, opIdempotentWrite, checkInitProducerID}, // or WRITE on any topic; transactions: WRITE on the ID
 	23: {rtTopic, opDescribe, checkOffsetForLeaderEpoch},    // replicas: CLUSTER_ACTION

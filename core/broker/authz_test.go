@@ -40,6 +40,7 @@ type authzEnv struct {
 	b       *Broker
 	admin   *kgo.Client
 	topicID [16]byte
+	delID   [16]byte // topic del20's, for DeleteTopics by ID
 }
 
 const authzTopic = "t"
@@ -88,6 +89,9 @@ func newAuthzEnv(t *testing.T, edit ...func(*config.Broker)) *authzEnv {
 	rt.Topic = kmsg.StringPtr(authzTopic)
 	req.Topics = append(req.Topics, rt)
 	e.topicID = request[*kmsg.MetadataResponse](t, e.admin, req).Topics[0].TopicID
+	createTopic(t, e.admin, "del20", 1, nil)
+	req.Topics[0].Topic = kmsg.StringPtr("del20")
+	e.delID = request[*kmsg.MetadataResponse](t, e.admin, req).Topics[0].TopicID
 	return e
 }
 
@@ -321,6 +325,24 @@ func authzCases() []authzCase {
 				t.Topic = kmsg.StringPtr("nothere")
 				r.Topics = append(r.Topics, t)
 				return r
+			}},
+		{key: 20, name: "DeleteTopicsByID", code: errTopicAuthz, grant: []acl.Binding{allowACL(rtTopic, lit, "del20", "", opDelete)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrDeleteTopicsRequest()
+				r.TimeoutMillis = 5000
+				t := kmsg.NewDeleteTopicsRequestTopic()
+				t.TopicID = e.delID
+				r.Topics = append(r.Topics, t)
+				return r
+			},
+			allowed: func(e *authzEnv, m kmsg.Response) error {
+				if codes := errorCodes(m); slices.ContainsFunc(codes, isAuthzCode) {
+					return fmt.Errorf("still refused: %v", codes)
+				}
+				if e.b.topic("del20") != nil {
+					return fmt.Errorf("topic del20 still exists")
+				}
+				return nil
 			}},
 		{key: 21, name: "DeleteRecords", code: errTopicAuthz, grant: []acl.Binding{topicACL("", opDelete)},
 			req: func(e *authzEnv) kmsg.Request {

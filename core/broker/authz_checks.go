@@ -173,16 +173,52 @@ func splitListOffsets(m kmsg.Request, keep func(string) bool, code int16) func(k
 
 func checkMetadata(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
 	r := req.Body.(*kmsg.MetadataRequest)
+	var merges []func(*kmsg.MetadataResponse)
 	describe := func(name string) bool { return b.allowed(w, rtTopic, name, opDescribe) }
 	if r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0) {
 		// All topics: hide those the principal may not describe.
-		return nil, func(m kmsg.Response) {
-			resp := m.(*kmsg.MetadataResponse)
+		merges = append(merges, func(resp *kmsg.MetadataResponse) {
 			resp.Topics = slices.DeleteFunc(resp.Topics, func(t kmsg.MetadataResponseTopic) bool {
 				return t.Topic != nil && !describe(*t.Topic)
 			})
+		})
+	} else if refused := b.metadataRefused(r, w, describe); refused != nil {
+		merges = append(merges, func(resp *kmsg.MetadataResponse) {
+			for _, t := range refused {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.TopicID, mt.ErrorCode = t.Topic, t.TopicID, errTopicAuthz
+				mt.AuthorizedOperations = authorizedOpsUnset
+				resp.Topics = append(resp.Topics, mt)
+			}
+		})
+	}
+	if r.Version >= 8 && r.IncludeTopicAuthorizedOperations {
+		merges = append(merges, func(resp *kmsg.MetadataResponse) {
+			for i := range resp.Topics {
+				if t := &resp.Topics[i]; t.ErrorCode != errTopicAuthz && t.Topic != nil {
+					t.AuthorizedOperations = b.authorizedOps(w, rtTopic, *t.Topic, topicOps)
+				}
+			}
+		})
+	}
+	if r.Version >= 8 && r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		merges = append(merges, func(resp *kmsg.MetadataResponse) {
+			resp.AuthorizedOperations = b.authorizedOps(w, rtCluster, acl.ClusterName, clusterOps)
+		})
+	}
+	if merges == nil {
+		return nil, nil
+	}
+	return nil, func(m kmsg.Response) {
+		for _, f := range merges {
+			f(m.(*kmsg.MetadataResponse))
 		}
 	}
+}
+
+// metadataRefused takes the requested topics the principal may not
+// describe (or, to be auto-created, create) out of r.
+func (b *Broker) metadataRefused(r *kmsg.MetadataRequest, w who, describe func(string) bool) []kmsg.MetadataRequestTopic {
 	autoCreate := b.cfg.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
 	mayCreate := func(name string) bool {
 		return b.clusterAllowed(w, opCreate) || b.allowed(w, rtTopic, name, opCreate)
@@ -200,16 +236,54 @@ func checkMetadata(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kms
 		}
 		return !autoCreate || b.topic(name) != nil || mayCreate(name)
 	})
-	if refused == nil {
+	return refused
+}
+
+// The operations Kafka reports as authorized operations, per resource
+// type (KIP-430).
+var (
+	topicOps   = []acl.Operation{opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs}
+	groupOps   = []acl.Operation{opRead, opDescribe, opDelete}
+	clusterOps = []acl.Operation{opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite}
+)
+
+// authorizedOps is KIP-430's bit field: bit i set when operation i is
+// allowed on the resource.
+func (b *Broker) authorizedOps(w who, rt acl.ResourceType, name string, ops []acl.Operation) int32 {
+	var bits int32
+	for _, op := range ops {
+		if b.allowed(w, rt, name, op) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
+
+func checkDescribeCluster(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
+	r := req.Body.(*kmsg.DescribeClusterRequest)
+	if !r.IncludeClusterAuthorizedOperations {
 		return nil, nil
 	}
 	return nil, func(m kmsg.Response) {
-		resp := m.(*kmsg.MetadataResponse)
-		for _, t := range refused {
-			mt := kmsg.NewMetadataResponseTopic()
-			mt.Topic, mt.TopicID, mt.ErrorCode = t.Topic, t.TopicID, errTopicAuthz
-			mt.AuthorizedOperations = authorizedOpsUnset
-			resp.Topics = append(resp.Topics, mt)
+		m.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations = b.authorizedOps(w, rtCluster, acl.ClusterName, clusterOps)
+	}
+}
+
+func checkDescribeGroups(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
+	r := req.Body.(*kmsg.DescribeGroupsRequest)
+	merge := splitDescribeGroups(r, func(g string) bool { return b.allowed(w, rtGroup, g, opDescribe) }, errGroupAuthz)
+	if r.Version < 3 || !r.IncludeAuthorizedOperations {
+		return nil, merge
+	}
+	return nil, func(m kmsg.Response) {
+		resp := m.(*kmsg.DescribeGroupsResponse)
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; g.ErrorCode != errGroupAuthz {
+				g.AuthorizedOperations = b.authorizedOps(w, rtGroup, g.Group, groupOps)
+			}
+		}
+		if merge != nil {
+			merge(m)
 		}
 	}
 }

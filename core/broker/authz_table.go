@@ -45,11 +45,11 @@ var authzTable = map[int16]authzRule{
 	12: {rtGroup, opRead, onGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group })},
 	13: {rtGroup, opRead, onGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })},
 	14: {rtGroup, opRead, onGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })},
-	15: {rtGroup, opDescribe, eachGroup(opDescribe, splitDescribeGroups)},
-	16: {rtGroup, opDescribe, checkListGroups}, // DESCRIBE on the cluster lists all
-	17: {},                                     // SaslHandshake: before authentication
-	18: {},                                     // ApiVersions
-	19: {rtTopic, opCreate, checkCreateTopics}, // or CREATE on the cluster
+	15: {rtGroup, opDescribe, checkDescribeGroups}, // + authorized operations (KIP-430)
+	16: {rtGroup, opDescribe, checkListGroups},     // DESCRIBE on the cluster lists all
+	17: {},                                         // SaslHandshake: before authentication
+	18: {},                                         // ApiVersions
+	19: {rtTopic, opCreate, checkCreateTopics},     // or CREATE on the cluster
 	20: {rtTopic, opDelete, checkDeleteTopics},
 	21: {rtTopic, opDelete, eachTopic(opDelete, splitDeleteRecords)},
 	22: {rtCluster, opIdempotentWrite, checkInitProducerID}, // or WRITE on any topic; transactions: WRITE on the ID
@@ -74,7 +74,7 @@ var authzTable = map[int16]authzRule{
 	47: {rtGroup, opDelete, checkOffsetDelete}, // + READ on each topic
 	48: {rtCluster, opDescribeConfigs, onCluster(opDescribeConfigs)},
 	49: {rtCluster, opAlterConfigs, onCluster(opAlterConfigs)},
-	60: {},                                             // DescribeCluster: Kafka checks only for authorized operations
+	60: {rtCluster, opDescribe, checkDescribeCluster},  // refuses nothing; computes authorized operations
 	68: {rtGroup, opRead, checkConsumerGroupHeartbeat}, // + DESCRIBE on each subscribed topic
 	69: {rtGroup, opDescribe, eachGroup(opDescribe, splitConsumerGroupDescribe)},
 }

@@ -223,6 +223,26 @@ func authzCases() []authzCase {
 				}
 				return nil
 			}},
+		{key: 3, name: "MetadataAuthorizedOperations", have: []acl.Binding{topicACL("", opDescribe)}, grant: []acl.Binding{topicACL("", opWrite)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrMetadataRequest()
+				t := kmsg.NewMetadataRequestTopic()
+				t.Topic = kmsg.StringPtr(authzTopic)
+				r.Topics, r.IncludeTopicAuthorizedOperations = append(r.Topics, t), true
+				return r
+			},
+			denied: func(e *authzEnv, m kmsg.Response) error {
+				if ops := m.(*kmsg.MetadataResponse).Topics[0].AuthorizedOperations; ops != 1<<opDescribe {
+					return fmt.Errorf("authorized operations %b, want DESCRIBE", ops)
+				}
+				return nil
+			},
+			allowed: func(e *authzEnv, m kmsg.Response) error {
+				if ops := m.(*kmsg.MetadataResponse).Topics[0].AuthorizedOperations; ops != 1<<opDescribe|1<<opWrite {
+					return fmt.Errorf("authorized operations %b, want DESCRIBE and WRITE", ops)
+				}
+				return nil
+			}},
 		{key: 8, name: "OffsetCommit", code: errGroupAuthz, grant: []acl.Binding{groupACL("g", "", opRead), topicACL("", opRead)},
 			req: func(e *authzEnv) kmsg.Request {
 				r := kmsg.NewPtrOffsetCommitRequest()
@@ -518,7 +538,25 @@ func authzCases() []authzCase {
 				r.Entries, r.ValidateOnly = append(r.Entries, en), true
 				return r
 			}},
-		{key: 60, name: "DescribeCluster", req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() }},
+		{key: 60, name: "DescribeClusterAuthorizedOperations", grant: []acl.Binding{clusterACL("", opAlter)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrDescribeClusterRequest()
+				r.IncludeClusterAuthorizedOperations = true
+				return r
+			},
+			denied: func(e *authzEnv, m kmsg.Response) error {
+				resp := m.(*kmsg.DescribeClusterResponse)
+				if resp.ErrorCode != 0 || resp.ClusterAuthorizedOperations != 0 {
+					return fmt.Errorf("code %d, authorized operations %b; want served, none", resp.ErrorCode, resp.ClusterAuthorizedOperations)
+				}
+				return nil
+			},
+			allowed: func(e *authzEnv, m kmsg.Response) error {
+				if ops := m.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations; ops != 1<<opAlter|1<<opDescribe {
+					return fmt.Errorf("authorized operations %b, want ALTER and DESCRIBE", ops)
+				}
+				return nil
+			}},
 		{key: 68, name: "ConsumerGroupHeartbeat", code: errGroupAuthz, grant: []acl.Binding{groupACL("g68", "", opRead)},
 			req: func(e *authzEnv) kmsg.Request {
 				r := kmsg.NewPtrConsumerGroupHeartbeatRequest()

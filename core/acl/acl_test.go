@@ -3,6 +3,8 @@ package acl
 import (
 	"errors"
 	"net/netip"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -176,5 +178,44 @@ func TestAuthorizeAllocatesNothing(t *testing.T) {
 		a.Authorize(alice, local, topic, "other", kmsg.ACLOperationWrite)
 	}); n != 0 {
 		t.Errorf("Authorize allocates %v times per call pair", n)
+	}
+}
+
+// TestConcurrentSetAndAuthorize: decisions for many principals race with
+// Set (run with -race); after the last Set every decision follows it.
+func TestConcurrentSetAndAuthorize(t *testing.T) {
+	a := New(Config{})
+	grant := []Binding{bind(topic, literal, "t", "User:*", "*", kmsg.ACLOperationRead, allow)}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				p := sdk.Principal{Type: "User", Name: strconv.Itoa(g*1000 + i%50)}
+				a.Authorize(p, local, topic, "t", kmsg.ACLOperationRead)
+			}
+		}()
+	}
+	for i := range 200 {
+		if i%2 == 0 {
+			a.Set(grant)
+		} else {
+			a.Set(nil)
+		}
+	}
+	a.Set(grant)
+	close(done)
+	wg.Wait()
+	for i := range 50 {
+		if !a.Authorize(sdk.Principal{Type: "User", Name: strconv.Itoa(i)}, local, topic, "t", kmsg.ACLOperationRead) {
+			t.Fatalf("principal %d denied after the final Set allowed everyone", i)
+		}
 	}
 }

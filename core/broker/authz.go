@@ -146,7 +146,13 @@ func (b *Broker) authorize(ctx context.Context, req *wire.Request, a *api) (*wir
 	if rule.check == nil {
 		return a.handle(b, ctx, req)
 	}
-	deny, merge := rule.check(b, req, whoOf(req))
+	w := whoOf(req)
+	deny, merge := rule.check(b, req, w)
+	if deny != nil || merge != nil {
+		// Refusals, or a merge (which may only add authorized
+		// operations): Kafka's authorizer log, at debug.
+		b.logger.Debug("broker: authorization", "principal", w.p.String(), "host", w.host, "api", a.name, "refused_whole", deny != nil)
+	}
 	if deny != nil {
 		deny.SetVersion(req.Version)
 		return reply(deny)

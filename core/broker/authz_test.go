@@ -223,6 +223,31 @@ func authzCases() []authzCase {
 				}
 				return nil
 			}},
+		{key: 3, name: "MetadataAutoCreateNeedsCreate", code: errTopicAuthz,
+			have:  []acl.Binding{allowACL(rtTopic, lit, "auto3", "", opDescribe)},
+			grant: []acl.Binding{allowACL(rtTopic, lit, "auto3", "", opCreate)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrMetadataRequest()
+				t := kmsg.NewMetadataRequestTopic()
+				t.Topic = kmsg.StringPtr("auto3")
+				r.Topics, r.AllowAutoTopicCreation = append(r.Topics, t), true
+				return r
+			},
+			denied: func(e *authzEnv, m kmsg.Response) error {
+				if codes := errorCodes(m); !slices.Contains(codes, errTopicAuthz) {
+					return fmt.Errorf("codes %v, want TOPIC_AUTHORIZATION_FAILED", codes)
+				}
+				if e.b.topic("auto3") != nil {
+					return fmt.Errorf("auto3 was auto-created without CREATE")
+				}
+				return nil
+			},
+			allowed: func(e *authzEnv, m kmsg.Response) error {
+				if e.b.topic("auto3") == nil {
+					return fmt.Errorf("auto3 not auto-created with CREATE")
+				}
+				return nil
+			}},
 		{key: 3, name: "MetadataAuthorizedOperations", have: []acl.Binding{topicACL("", opDescribe)}, grant: []acl.Binding{topicACL("", opWrite)},
 			req: func(e *authzEnv) kmsg.Request {
 				r := kmsg.NewPtrMetadataRequest()
@@ -269,6 +294,28 @@ func authzCases() []authzCase {
 				g.Topics = append(g.Topics, gt)
 				r.Groups = append(r.Groups, g)
 				return r
+			}},
+		{key: 9, name: "OffsetFetchAllTopicsHides", have: []acl.Binding{groupACL("listed", "", opDescribe)},
+			grant: []acl.Binding{topicACL("", opDescribe)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrOffsetFetchRequest()
+				r.Group = "listed"
+				g := kmsg.NewOffsetFetchRequestGroup()
+				g.Group = "listed"
+				r.Groups = append(r.Groups, g)
+				return r
+			},
+			denied: func(e *authzEnv, m kmsg.Response) error {
+				if n := offsetFetchTopics(m); n != 0 {
+					return fmt.Errorf("%d topics' offsets shown to a principal who may describe none", n)
+				}
+				return nil
+			},
+			allowed: func(e *authzEnv, m kmsg.Response) error {
+				if n := offsetFetchTopics(m); n != 1 {
+					return fmt.Errorf("%d topics' offsets shown, want 1", n)
+				}
+				return nil
 			}},
 		{key: 10, name: "FindCoordinator", code: errGroupAuthz, grant: []acl.Binding{groupACL("g", "", opDescribe)},
 			req: func(e *authzEnv) kmsg.Request {
@@ -740,4 +787,14 @@ func (e *authzEnv) waitN(n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// offsetFetchTopics counts the topics of an OffsetFetch answer, any version.
+func offsetFetchTopics(m kmsg.Response) int {
+	resp := m.(*kmsg.OffsetFetchResponse)
+	n := len(resp.Topics)
+	for _, g := range resp.Groups {
+		n += len(g.Topics)
+	}
+	return n
 }

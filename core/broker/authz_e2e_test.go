@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -105,5 +106,62 @@ func TestACLAPIsWithoutAuthorizer(t *testing.T) {
 	}
 	if resp := request[*kmsg.DescribeACLsResponse](t, cl, kmsg.NewPtrDescribeACLsRequest()); resp.ErrorCode != kerr.SecurityDisabled.Code {
 		t.Errorf("DescribeAcls without authorizer: code %d, want SECURITY_DISABLED", resp.ErrorCode)
+	}
+}
+
+// TestACLAdminSarama: sarama's ClusterAdmin (CreateAcls/DescribeAcls/
+// DeleteAcls v1 at Kafka 2.0, v0 before) manages the same ACLs, and a
+// sarama producer holding none is refused.
+func TestACLAdminSarama(t *testing.T) {
+	e := newAuthzEnv(t)
+	saramaCfg := func(user, pass string, v sarama.KafkaVersion) *sarama.Config {
+		cfg := sarama.NewConfig()
+		cfg.Version = v
+		cfg.Net.SASL.Enable = true
+		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+		cfg.Net.SASL.User, cfg.Net.SASL.Password = user, pass
+		cfg.Producer.Return.Successes = true
+		cfg.Producer.Retry.Max = 0
+		return cfg
+	}
+	for _, v := range []sarama.KafkaVersion{sarama.V1_1_0_0, sarama.V3_0_0_0} {
+		t.Run(v.String(), func(t *testing.T) {
+			adm, err := sarama.NewClusterAdmin([]string{e.b.Addr()}, saramaCfg("admin", "admin-pw", v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer adm.Close()
+			res := sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: authzTopic, ResourcePatternType: sarama.AclPatternLiteral}
+			a := sarama.Acl{Principal: "User:u3", Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionAllow}
+			if err := adm.CreateACL(res, a); err != nil {
+				t.Fatalf("CreateACL: %v", err)
+			}
+			principal := "User:u3"
+			filter := sarama.AclFilter{ResourceType: sarama.AclResourceAny, ResourcePatternTypeFilter: sarama.AclPatternAny,
+				Principal: &principal, Operation: sarama.AclOperationAny, PermissionType: sarama.AclPermissionAny}
+			if v.IsAtLeast(sarama.V2_0_0_0) {
+				filter.Version = 1
+			} else {
+				filter.ResourcePatternTypeFilter = sarama.AclPatternLiteral
+			}
+			listed, err := adm.ListAcls(filter)
+			if err != nil || len(listed) != 1 || len(listed[0].Acls) != 1 || listed[0].ResourceName != authzTopic {
+				t.Fatalf("ListAcls: %v %+v", err, listed)
+			}
+			deleted, err := adm.DeleteACL(filter, false)
+			if err != nil || len(deleted) != 1 {
+				t.Fatalf("DeleteACL: %v %+v", err, deleted)
+			}
+			e.waitN(0)
+		})
+	}
+	prod, err := sarama.NewSyncProducer([]string{e.b.Addr()}, saramaCfg("u4", "pw", sarama.V3_0_0_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	_, _, err = prod.SendMessage(&sarama.ProducerMessage{Topic: authzTopic, Value: sarama.StringEncoder("no")})
+	if !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		t.Fatalf("sarama produce without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 }

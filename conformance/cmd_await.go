@@ -9,10 +9,11 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
+const awaitUsage = `await job NAME | serving | isr TOPIC PART N | leader-changed TOPIC PART OLD | hw TOPIC PART N | log-start TOPIC PART N | lso TOPIC PART N | records TOPIC PART N | config TOPIC KEY VALUE | absent TOPIC | lag-zero GROUP TOPIC | controller-changed OLD  [-timeout D]`
 
 // await CONDITION... [-timeout D]: waits until the condition holds, or
 // fails at the timeout with what it last saw. '! await CONDITION' (other
@@ -23,7 +24,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 {
 		ts.Fatalf("usage: %s", awaitUsage)
 	}
-	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lag-zero": 3, "controller-changed": 2}[args[0]]
+	npos := map[string]int{"job": 2, "serving": 1, "isr": 4, "leader-changed": 4, "hw": 4, "log-start": 4, "lso": 4, "records": 4, "config": 4, "absent": 2, "lag-zero": 3, "controller-changed": 2}[args[0]]
 	if npos == 0 {
 		ts.Fatalf("await: unknown condition %q; usage: %s", args[0], awaitUsage)
 	}
@@ -61,20 +62,88 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			return leader >= 0 && leader != want, got
 		}
-	case "hw", "log-start":
+	case "hw", "log-start", "lso":
 		topic, part := s.topic(ts, pos[1]), atoi32(ts, pos[2])
 		want, err := strconv.ParseInt(pos[3], 10, 64)
+		ts.Check(err)
+		iso := int8(0)
+		if pos[0] == "lso" {
+			iso = 1
+		}
+		cond = func() (bool, string) {
+			start, hw, err := offsetsOf(s.client(ts), topic, part, iso)
+			if err != nil {
+				return false, err.Error()
+			}
+			got := fmt.Sprintf("log-start %d high-watermark %d", start, hw)
+			if pos[0] == "lso" {
+				return hw >= want, fmt.Sprintf("last stable offset %d", hw)
+			}
+			if pos[0] == "hw" {
+				return hw >= want, got
+			}
+			return start >= want, got
+		}
+	case "absent":
+		// No broker lists the topic any more (deletion reaches the
+		// brokers asynchronously, in Kafka too).
+		topic := s.topic(ts, pos[1])
+		cond = func() (bool, string) {
+			for i, b := range s.client(ts).DiscoveredBrokers() {
+				m, err := metadata(b, []string{topic})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, t := range m.Topics {
+					if t.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+						return false, fmt.Sprintf("discovered broker #%d: %s: %s, %d partitions", i+1, topic, errName(t.ErrorCode), len(t.Partitions))
+					}
+				}
+			}
+			return true, ""
+		}
+	case "config":
+		// Every broker describes topic config KEY as VALUE: config
+		// changes reach the brokers asynchronously (in Kafka too).
+		topic, key, want := s.topic(ts, pos[1]), pos[2], pos[3]
+		cond = func() (bool, string) {
+			for i, b := range s.client(ts).DiscoveredBrokers() {
+				req := kmsg.NewPtrDescribeConfigsRequest()
+				r := kmsg.NewDescribeConfigsRequestResource()
+				r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{key}
+				req.Resources = append(req.Resources, r)
+				ctx, cancel := ctxFor(5 * time.Second)
+				resp, err := b.RetriableRequest(ctx, req)
+				cancel()
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, res := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+					for _, c := range res.Configs {
+						if c.Name == key && (c.Value == nil || *c.Value != want) {
+							return false, fmt.Sprintf("discovered broker #%d: %s=%v", i+1, key, c.Value)
+						}
+					}
+				}
+			}
+			return true, ""
+		}
+	case "records":
+		// The partition holds at most N records from its log start to
+		// its high watermark (compaction or deletion removed the rest).
+		topic, part := s.topic(ts, pos[1]), atoi32(ts, pos[2])
+		want, err := strconv.Atoi(pos[3])
 		ts.Check(err)
 		cond = func() (bool, string) {
 			start, hw, err := offsetsOf(s.client(ts), topic, part, 0)
 			if err != nil {
 				return false, err.Error()
 			}
-			got := fmt.Sprintf("log-start %d high-watermark %d", start, hw)
-			if pos[0] == "hw" {
-				return hw >= want, got
+			recs, err := readPartition(s, ts, topic, part, 0, start, hw, "")
+			if err != nil {
+				return false, err.Error()
 			}
-			return start >= want, got
+			return len(recs) <= want, fmt.Sprintf("%d records in [%d, %d)", len(recs), start, hw)
 		}
 	case "controller-changed":
 		old := atoi32(ts, pos[1])
@@ -86,7 +155,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 			return m.ControllerID >= 0 && m.ControllerID != old, fmt.Sprintf("controller %d", m.ControllerID)
 		}
 	case "lag-zero":
-		group, topic := pos[1], s.topic(ts, pos[2])
+		group, topic := s.group(pos[1]), s.topic(ts, pos[2])
 		cond = func() (bool, string) { return lagZero(s, ts, group, topic) }
 	}
 	if neg {

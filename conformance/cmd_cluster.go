@@ -3,48 +3,50 @@ package conformance
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vltava/vltava/conformance/target"
 )
 
-// commands is the table of script commands this package adds.
-func commands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
-	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"cluster":        cmdCluster,
-		"broker":         cmdBroker,
-		"leader":         cmdLeader,
-		"follower":       cmdFollower,
-		"controller":     cmdController,
-		"fault":          cmdFault,
-		"topic":          cmdTopic,
-		"offsets":        cmdOffsets,
-		"delete-records": cmdDeleteRecords,
-		"produce":        cmdProduce,
-		"consume":        cmdConsume,
-		"await":          cmdAwait,
-		"check":          cmdCheck,
-		"raw":            cmdRaw,
-		"group":          cmdGroup,
-	}
-}
+const clusterUsage = "cluster start N [-config key=value]... [-require key=value|key<=value]... [-sasl [-user NAME:PASSWORD]... [-acls]]"
 
-// cluster start N [-config key=value]...
+// cluster start N ...: starts N brokers (an external target starts
+// nothing), waits until metadata lists them, and sets $BOOTSTRAP, $NODES
+// (the node IDs, ascending) and $NODE_1..$NODE_N (the i-th lowest node
+// ID): scripts address brokers by these, never by assumed numbers.
+// -config keys tune the brokers where the target can set them and are
+// hints elsewhere (ignored on an external target); -require keys are
+// preconditions: set where the target can, and otherwise checked with
+// DescribeConfigs on every broker, skipping the scenario with the
+// reason when the running cluster does not satisfy them.
 func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "cluster start N [-config key=value]..."
 	if len(args) < 2 || args[0] != "start" {
-		ts.Fatalf("usage: %s", usage)
+		ts.Fatalf("usage: %s", clusterUsage)
 	}
-	cfg := kvFlag{}
+	cfg, req, userList := kvFlag{}, kvFlag{}, kvList{}
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
-	fs.Var(cfg, "config", "broker config key=value")
-	pos := parse(ts, fs, args, 2, usage)
+	fs.Var(cfg, "config", "broker config key=value (a hint where the target cannot set it)")
+	fs.Var(req, "require", "broker config key=value or key<=value the scenario needs")
+	sasl := fs.Bool("sasl", false, "require SASL/PLAIN; the suite logs in as the superuser")
+	acls := fs.Bool("acls", false, "enable ACL authorization (with -sasl)")
+	fs.Var(&userList, "user", "SASL user NAME:PASSWORD (with -sasl)")
+	pos := parse(ts, fs, args, 2, clusterUsage)
+	users := map[string]string{}
+	for _, u := range userList {
+		name, pass, ok := strings.Cut(u, ":")
+		if !ok || name == "" {
+			ts.Fatalf("cluster start: -user wants NAME:PASSWORD, got %q", u)
+		}
+		users[name] = pass
+	}
 	n, err := strconv.Atoi(pos[1])
 	if err != nil || n < 1 {
 		ts.Fatalf("cluster start: bad broker count %q", pos[1])
@@ -53,9 +55,30 @@ func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
 	if s.cluster != nil {
 		ts.Fatalf("cluster already started")
 	}
+	settable := s.suite.Caps["brokerconfig"]
+	all := map[string]string{}
+	for k, v := range cfg {
+		all[k] = v
+	}
+	for k, v := range req {
+		if strings.HasSuffix(k, "<") { // key<=value: set the bound
+			k = strings.TrimSuffix(k, "<")
+		}
+		all[k] = v
+	}
+	if !settable && len(cfg) > 0 {
+		ts.Logf("target %s cannot set broker configs: -config %v are hints, not applied", s.suite.Target.Name(), cfg)
+	}
+	o := target.Options{Brokers: n, SASL: *sasl, ACLs: *acls, Users: users}
+	if n == 1 && s.suite.MinBrokers > 1 {
+		o.Brokers = s.suite.MinBrokers // a single-broker scenario, run on a bigger cluster
+	}
+	if settable {
+		o.Config = all
+	}
 	ctx, cancel := ctxFor(60 * time.Second)
 	defer cancel()
-	c, err := s.suite.Target.Start(ctx, target.Options{Brokers: n, Config: cfg})
+	c, err := s.suite.Target.Start(ctx, o)
 	if neg {
 		if err == nil {
 			c.Close()
@@ -64,19 +87,91 @@ func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	ts.Check(err)
-	s.cluster = c
+	s.cluster, s.sasl, s.users = c, *sasl, users
 	ts.Setenv("BOOTSTRAP", strings.Join(c.Bootstrap(), ","))
-	if s.suite.Target.Name() == "external" {
-		ts.Setenv("TOPIC_SUFFIX", fmt.Sprintf("-%d", time.Now().UnixNano()))
-	}
 	// The cluster is up when metadata lists all n brokers.
-	awaitCond(ts, 30*time.Second, fmt.Sprintf("%d brokers in metadata", n), func() (bool, string) {
+	var ids []int32
+	if s.suite.Target.Name() == "external" {
+		m, err := metadata(s.client(ts), nil)
+		ts.Check(err)
+		if len(m.Brokers) < n {
+			s.skip(fmt.Sprintf("precondition: needs %d brokers; the cluster has %d", n, len(m.Brokers)))
+		}
+	}
+	awaitCond(ts, 60*time.Second, fmt.Sprintf("%d brokers in metadata", o.Brokers), func() (bool, string) {
 		m, err := metadata(s.client(ts), nil)
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(m.Brokers) >= n, fmt.Sprintf("%d brokers", len(m.Brokers))
+		ids = ids[:0]
+		for _, b := range m.Brokers {
+			ids = append(ids, b.NodeID)
+		}
+		return len(m.Brokers) >= o.Brokers, fmt.Sprintf("%d brokers", len(m.Brokers))
 	})
+	slices.Sort(ids)
+	var names []string
+	for i, id := range ids {
+		ts.Setenv(fmt.Sprintf("NODE_%d", i+1), strconv.Itoa(int(id)))
+		names = append(names, strconv.Itoa(int(id)))
+	}
+	ts.Setenv("NODES", strings.Join(names, " "))
+	if !settable && len(req) > 0 {
+		checkRequired(ts, s, ids, req)
+	}
+}
+
+// checkRequired skips the scenario unless every broker's config
+// satisfies req (key=value: equal; key<=value: numerically at most).
+func checkRequired(ts *testscript.TestScript, s *state, ids []int32, req kvFlag) {
+	for _, k := range slices.Sorted(maps.Keys(req)) {
+		want := req[k]
+		key, atMost := strings.CutSuffix(k, "<")
+		op := "="
+		if atMost {
+			op = "<="
+		}
+		for _, id := range ids {
+			got, err := brokerConfig(s.client(ts), id, key)
+			if err != nil {
+				s.skip(fmt.Sprintf("precondition: needs broker config %s%s%s; DescribeConfigs on broker %d: %v", key, op, want, id, err))
+			}
+			ok := got == want
+			if atMost {
+				g, err1 := strconv.ParseFloat(got, 64)
+				w, err2 := strconv.ParseFloat(want, 64)
+				ok = err1 == nil && err2 == nil && g <= w
+			}
+			if !ok {
+				s.skip(fmt.Sprintf("precondition: needs broker config %s%s%s; broker %d has %s=%s (set it on the cluster to run this scenario)", key, op, want, id, key, got))
+			}
+		}
+	}
+}
+
+// brokerConfig returns broker node's value of key from DescribeConfigs.
+func brokerConfig(cl *kgo.Client, node int32, key string) (string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(node)), []string{key}
+	req.Resources = append(req.Resources, r)
+	ctx, cancel := ctxFor(10 * time.Second)
+	defer cancel()
+	resp, err := cl.Broker(int(node)).RetriableRequest(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	for _, res := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+		if res.ErrorCode != 0 {
+			return "", fmt.Errorf("%s", errName(res.ErrorCode))
+		}
+		for _, c := range res.Configs {
+			if c.Name == key && c.Value != nil {
+				return *c.Value, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s not described", key)
 }
 
 // broker kill|stop|cont|restart ID

@@ -17,7 +17,7 @@ import (
 	"github.com/vltava/vltava/conformance/checker"
 )
 
-const consumeUsage = "consume TOPIC [-from start|end] [-until end|n=N] [-group G] [-commit none|before|after] [-crash-after N] [-isolation committed|uncommitted] [-history FILE] [-proc NAME] [-timeout D] [&name&]"
+const consumeUsage = "consume TOPIC [-from start|end] [-until end|n=N] [-group G] [-commit none|before|after] [-crash-after N] [-isolation committed|uncommitted] [-history FILE] [-proc NAME] [-timeout D] [-user U] [&name&]"
 
 type consumeSpec struct {
 	topic      string
@@ -32,6 +32,7 @@ type consumeSpec struct {
 	proc       string
 	timeout    time.Duration
 	partitions int32
+	user       string
 }
 
 // consume TOPIC ...: reads records and records every poll in the history.
@@ -55,7 +56,11 @@ func cmdConsume(ts *testscript.TestScript, neg bool, args []string) {
 	fs.StringVar(&c.history, "history", "history.jsonl", "history file")
 	fs.StringVar(&c.proc, "proc", "", "process name in the history")
 	fs.DurationVar(&c.timeout, "timeout", 60*time.Second, "give up after")
+	fs.StringVar(&c.user, "user", "", "SASL user NAME or NAME:PASSWORD (default: the superuser on SASL clusters)")
 	pos := parse(ts, fs, args, 1, consumeUsage)
+	if c.group != "" {
+		c.group = s.group(c.group)
+	}
 	c.topic, c.history, c.committed = s.topic(ts, pos[0]), s.path(c.history), iso == "committed"
 	if n, ok := strings.CutPrefix(c.until, "n="); ok {
 		v, err := strconv.Atoi(n)
@@ -70,7 +75,7 @@ func cmdConsume(ts *testscript.TestScript, neg bool, args []string) {
 		c.proc = s.procName("c")
 	}
 	cl := s.client(ts)
-	opts := clientOpts(s.needCluster(ts))
+	opts := s.clientOpts(s.needCluster(ts), c.user)
 	s.runJob(ts, neg, bg, func() (string, error) { return c.run(s, cl, opts) })
 }
 
@@ -104,8 +109,10 @@ func (c *consumeSpec) clientOpts(base []kgo.Opt, rec *checker.Recorder) []kgo.Op
 	if c.from == "end" {
 		reset = kgo.NewOffset().AtEnd()
 	}
+	// Control records (transaction markers) come back too, so a read
+	// can reach an end offset that is a marker; they are not recorded.
 	opts := append(base, kgo.ConsumeTopics(c.topic), kgo.ConsumeResetOffset(reset),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.KeepControlRecords())
 	if c.committed {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
@@ -170,7 +177,12 @@ func (c *consumeSpec) consume(rec *checker.Recorder, admin kmsgRequester, base [
 			return "", fmt.Errorf("consume %s: timed out after %d records; reached %v, want %v", c.topic, n, next, ends)
 		}
 		var ferr error
-		fetches.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("%s/%d: %w", t, p, err)) })
+		fetches.EachError(func(t string, p int32, err error) {
+			if kerr.IsRetriable(err) {
+				return // a partition between leaders: the client retries
+			}
+			ferr = errors.Join(ferr, fmt.Errorf("%s/%d: %w", t, p, err))
+		})
 		if ferr != nil && !errors.Is(ferr, context.DeadlineExceeded) {
 			return "", fmt.Errorf("consume: %w", ferr)
 		}
@@ -183,11 +195,14 @@ func (c *consumeSpec) consume(rec *checker.Recorder, admin kmsgRequester, base [
 				return "", fmt.Errorf("consume: commit: %w", err)
 			}
 		}
-		op := rec.Invoke(checker.Op{F: checker.Poll, Topic: c.topic, Offset: -1})
+		op := rec.Invoke(checker.Op{F: checker.Poll, Topic: c.topic, Offset: -1, Isolation: iso(c.committed)})
 		crashed := false
 		for _, r := range recs {
-			op.Reads = append(op.Reads, checker.Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			if r.Attrs.IsControl() {
+				continue
+			}
+			op.Reads = append(op.Reads, checker.Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			n++
 			if c.crashAfter > 0 && n >= c.crashAfter {
 				crashed = true
@@ -207,6 +222,13 @@ func (c *consumeSpec) consume(rec *checker.Recorder, admin kmsgRequester, base [
 	return fmt.Sprintf("consumed %d records\n", n), nil
 }
 
+func iso(committed bool) string {
+	if committed {
+		return checker.ReadCommitted
+	}
+	return ""
+}
+
 // committedOffsets returns group's committed offsets in topic.
 func committedOffsets(ctx context.Context, admin kmsgRequester, group, topic string) (map[int32]int64, error) {
 	req := kmsg.NewPtrOffsetFetchRequest()
@@ -223,7 +245,7 @@ func committedOffsets(ctx context.Context, admin kmsgRequester, group, topic str
 		}
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, admin)
+	resp, err := req.RequestWith(ctx, coord(admin))
 	if err != nil {
 		return nil, fmt.Errorf("consume: offset fetch: %w", err)
 	}

@@ -24,7 +24,11 @@ group events NAME
 group check
 group raw join G TOPIC NAME
 group raw heartbeat G NAME [-member ID] [-generation N] [-expect ok|ERR]
-group raw commit G NAME TOPIC PART OFFSET [-member ID] [-generation N] [-expect ok|ERR]`
+group raw commit G NAME|- TOPIC PART OFFSET [-member ID] [-generation N] [-expect ok|ERR]
+group raw leave G NAME [-expect ok|ERR]
+group raw848 join G TOPIC NAME
+group raw848 heartbeat|leave G NAME [-member ID] [-epoch N] [-expect ok|ERR]
+group raw848 commit G NAME TOPIC PART OFFSET [-member ID] [-epoch N] [-expect ok|ERR]`
 
 // groups is a script's group members: real franz-go clients run in
 // process, and raw members made of hand-built requests.
@@ -102,6 +106,8 @@ func cmdGroup(ts *testscript.TestScript, neg bool, args []string) {
 		fmt.Fprintf(ts.Stdout(), "exclusive: %d ownership changes, never two owners\n", len(g.events))
 	case "raw":
 		g.rawCmd(ts, args[1:])
+	case "raw848":
+		g.raw848(ts, args[1:])
 	default:
 		ts.Fatalf("usage:\n%s", groupUsage)
 	}
@@ -124,7 +130,7 @@ func (g *groups) member(ts *testscript.TestScript, verb string, args []string) {
 		inst := fs.String("instance", "", "group.instance.id (static membership)")
 		bal := fs.String("balancer", "range", "range, cooperative-sticky or server (KIP-848)")
 		pos := parse(ts, fs, args, 3, groupUsage)
-		m := &gmember{name: pos[2], group: pos[0], topic: st(ts).topic(ts, pos[1]), instance: *inst, balancer: *bal}
+		m := &gmember{name: pos[2], group: st(ts).group(pos[0]), topic: st(ts).topic(ts, pos[1]), instance: *inst, balancer: *bal}
 		g.mu.Lock()
 		if g.members[m.name] != nil && g.members[m.name].cl != nil {
 			g.mu.Unlock()
@@ -181,7 +187,7 @@ func (g *groups) start(ts *testscript.TestScript, m *gmember) error {
 			g.own(m, owns, ps[m.topic], time.Now())
 		}
 	}
-	opts := append(clientOpts(st(ts).needCluster(ts)),
+	opts := append(st(ts).clientOpts(st(ts).needCluster(ts), ""),
 		kgo.ClientID(m.name), kgo.ConsumerGroup(m.group), kgo.ConsumeTopics(m.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
@@ -417,7 +423,7 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 	switch args[0] {
 	case "join":
 		pos := parse(ts, fs, args[1:], 3, groupUsage)
-		rm, err := rawJoin(ctx, cl, pos[0], st(ts).topic(ts, pos[1]))
+		rm, err := rawJoin(ctx, cl, st(ts).group(pos[0]), st(ts).topic(ts, pos[1]))
 		if err != nil {
 			ts.Fatalf("group raw join: %v", err)
 		}
@@ -425,6 +431,36 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 		g.raw[pos[2]] = rm
 		g.mu.Unlock()
 		fmt.Fprintf(ts.Stdout(), "joined: generation=%d\n", rm.gen)
+		return
+	case "leave":
+		pos := parse(ts, fs, args[1:], 2, groupUsage)
+		g.mu.Lock()
+		rm, ok := g.raw[pos[1]]
+		g.mu.Unlock()
+		if !ok {
+			ts.Fatalf("group raw: no raw member %q (group raw join first)", pos[1])
+		}
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Group, req.MemberID = rm.group, rm.id
+		m := kmsg.NewLeaveGroupRequestMember()
+		m.MemberID = rm.id
+		req.Members = append(req.Members, m)
+		resp, err := req.RequestWith(ctx, coord(cl))
+		ts.Check(err)
+		code := resp.ErrorCode
+		for _, m := range resp.Members {
+			if code == 0 {
+				code = m.ErrorCode
+			}
+		}
+		got := "ok"
+		if code != 0 {
+			got = errName(code)
+		}
+		fmt.Fprintf(ts.Stdout(), "leave: %s\n", got)
+		if !slices.Contains(strings.Split(*expect, "|"), got) {
+			ts.Fatalf("group raw leave: got %s, want %s", got, *expect)
+		}
 		return
 	case "heartbeat", "commit":
 	default:
@@ -438,6 +474,9 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 	g.mu.Lock()
 	rm, ok := g.raw[pos[1]]
 	g.mu.Unlock()
+	if pos[1] == "-" { // no member: a simple (standalone) consumer's commit
+		rm, ok = rawMember{group: st(ts).group(pos[0]), gen: -1}, true
+	}
 	if !ok {
 		ts.Fatalf("group raw: no raw member %q (group raw join first)", pos[1])
 	}
@@ -451,13 +490,13 @@ func (g *groups) rawCmd(ts *testscript.TestScript, args []string) {
 	var err error
 	if args[0] == "heartbeat" {
 		req := kmsg.NewPtrHeartbeatRequest()
-		req.Group, req.MemberID, req.Generation = pos[0], rm.id, rm.gen
+		req.Group, req.MemberID, req.Generation = rm.group, rm.id, rm.gen
 		var resp *kmsg.HeartbeatResponse
-		if resp, err = req.RequestWith(ctx, cl); err == nil {
+		if resp, err = req.RequestWith(ctx, coord(cl)); err == nil {
 			code = resp.ErrorCode
 		}
 	} else {
-		code, err = rawCommit(ctx, cl, pos[0], rm, st(ts).topic(ts, pos[2]), pos[3], pos[4])
+		code, err = rawCommit(ctx, cl, rm.group, rm, st(ts).topic(ts, pos[2]), pos[3], pos[4])
 	}
 	if err != nil {
 		ts.Fatalf("group raw %s: %v", args[0], err)
@@ -485,7 +524,7 @@ func rawJoin(ctx context.Context, cl *kgo.Client, group, topic string) (rawMembe
 		req.Group, req.MemberID, req.ProtocolType = group, rm.id, "consumer"
 		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 10000
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: md.AppendTo(nil)}}
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, coord(cl))
 		if err != nil {
 			return rm, err
 		}
@@ -518,7 +557,7 @@ func rawJoin(ctx context.Context, cl *kgo.Client, group, topic string) (rawMembe
 	if join.LeaderID == rm.id {
 		sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: rm.id, MemberAssignment: as.AppendTo(nil)}}
 	}
-	resp, err := sync.RequestWith(ctx, cl)
+	resp, err := sync.RequestWith(ctx, coord(cl))
 	if err != nil {
 		return rm, err
 	}
@@ -549,7 +588,7 @@ func rawCommit(ctx context.Context, cl *kgo.Client, group string, rm rawMember, 
 	rp.Partition, rp.Offset = p, o
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, coord(cl))
 	if err != nil {
 		return 0, err
 	}

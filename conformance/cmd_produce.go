@@ -16,7 +16,7 @@ import (
 	"github.com/vltava/vltava/conformance/checker"
 )
 
-const produceUsage = "produce TOPIC [-n N [-scaled]] [-size BYTES] [-keys K] [-partition P] [-acks 0|1|all] [-idempotent] [-rate N/s] [-history FILE] [-proc NAME] [-timeout D] [-hold D] [-allow-errors] [-compression C] [&name&]"
+const produceUsage = "produce TOPIC [-n N [-scaled]] [-size BYTES] [-keys K] [-partition P] [-acks 0|1|all] [-idempotent] [-rate N/s] [-history FILE] [-proc NAME] [-timeout D] [-hold D] [-allow-errors] [-compression C] [-headers N] [-user U] [-client-id ID] [&name&]"
 
 // produceSpec is one produce command.
 type produceSpec struct {
@@ -33,6 +33,9 @@ type produceSpec struct {
 	hold       time.Duration
 	allowErrs  bool
 	codec      string
+	user       string
+	headers    int
+	clientID   string
 }
 
 // produce TOPIC ...: sends n records with unique values ("proc-i", padded
@@ -57,6 +60,9 @@ func cmdProduce(ts *testscript.TestScript, neg bool, args []string) {
 	fs.DurationVar(&p.hold, "hold", 0, "keep the connection open this long after the last send (acks=0)")
 	fs.BoolVar(&p.allowErrs, "allow-errors", false, "failed or unknown sends do not fail the command (faults expected); the history still has them")
 	fs.StringVar(&p.codec, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	fs.StringVar(&p.user, "user", "", "SASL user NAME or NAME:PASSWORD (default: the superuser on SASL clusters)")
+	fs.IntVar(&p.headers, "headers", 0, "add N headers h0..h(N-1) to each record")
+	fs.StringVar(&p.clientID, "client-id", "", "client.id (quotas); also prints throttled=N, the responses the broker throttled")
 	scaled := fs.Bool("scaled", false, "multiply -n by the suite scale (load scenarios)")
 	pos := parse(ts, fs, args, 1, produceUsage)
 	p.topic = s.topic(ts, pos[0])
@@ -68,7 +74,7 @@ func cmdProduce(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	p.history = s.path(p.history)
 	c := s.needCluster(ts)
-	opts := clientOpts(c)
+	opts := s.clientOpts(c, p.user)
 	s.runJob(ts, neg, bg, func() (string, error) { return p.run(s, opts) })
 }
 
@@ -107,6 +113,10 @@ func (p *produceSpec) run(s *state, base []kgo.Opt) (string, error) {
 	opts, err := p.clientOpts(base)
 	if err != nil {
 		return "", err
+	}
+	throttle := &throttleHook{}
+	if p.clientID != "" {
+		opts = append(opts, kgo.ClientID(p.clientID), kgo.WithHooks(throttle))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -163,6 +173,9 @@ func (p *produceSpec) run(s *state, base []kgo.Opt) (string, error) {
 	time.Sleep(p.hold)
 	cerr := rec.Close()
 	out := fmt.Sprintf("produced %d: acked=%d failed=%d unknown=%d\n", p.n, acked, failed, unknown)
+	if p.clientID != "" {
+		out += fmt.Sprintf("throttled=%d\n", throttle.n.Load())
+	}
 	if firstErr != nil && !p.allowErrs {
 		return out, fmt.Errorf("%s%d of %d sends did not succeed; first error: %w", out, failed+unknownErrs(unknown, p.acks), p.n, firstErr)
 	}
@@ -184,6 +197,9 @@ func (p *produceSpec) record(i int) *kgo.Record {
 	r := &kgo.Record{Topic: p.topic, Value: []byte(v), Partition: int32(p.partition)}
 	if p.keys > 0 {
 		r.Key = []byte(fmt.Sprintf("k%d", i%p.keys))
+	}
+	for h := range p.headers {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: fmt.Sprintf("h%d", h), Value: []byte(fmt.Sprintf("%s-h%d", v, h))})
 	}
 	return r
 }

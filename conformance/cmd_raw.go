@@ -176,18 +176,19 @@ func leaderRequest(ts *testscript.TestScript, cl *kgo.Client, topic string, part
 func rawFetch(ts *testscript.TestScript, args []string) {
 	fs := flag.NewFlagSet("raw fetch", flag.ContinueOnError)
 	epoch := fs.Int("leader-epoch", -1, "CurrentLeaderEpoch to send (-1: none)")
-	args = parse(ts, fs, args, 3, "raw fetch TOPIC PART OFFSET [-leader-epoch N]")
+	maxBytes := fs.Int("max-bytes", 1<<20, "the request's MaxBytes and PartitionMaxBytes")
+	args = parse(ts, fs, args, 3, "raw fetch TOPIC PART OFFSET [-leader-epoch N] [-max-bytes B]")
 	s := st(ts)
 	topic, part := s.topic(ts, args[0]), atoi32(ts, args[1])
 	var off int64
 	_, err := fmt.Sscan(args[2], &off)
 	ts.Check(err)
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 100, 1<<20
+	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 100, int32(*maxBytes)
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = topic, topicID(ts, s.client(ts), topic)
 	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = part, off, 1<<20, int32(*epoch), -1
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = part, off, int32(*maxBytes), int32(*epoch), -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := leaderRequest(ts, s.client(ts), topic, part, req)

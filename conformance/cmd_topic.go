@@ -31,7 +31,7 @@ func errName(code int16) string {
 // topic alter-config NAME k=v...
 func cmdTopic(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 {
-		ts.Fatalf("usage: topic create|alter-config NAME ...")
+		ts.Fatalf("usage: topic create|alter-config|delete|partitions|describe-config NAME ...")
 	}
 	s := st(ts)
 	name := s.topic(ts, args[1])
@@ -54,6 +54,13 @@ func cmdTopic(ts *testscript.TestScript, neg bool, args []string) {
 		if err == nil {
 			err = resp.Err
 		}
+		if err != nil {
+			fmt.Fprintf(ts.Stdout(), "error=%s\n", kerrNameOr(err))
+		} else {
+			s.mu.Lock()
+			s.created = append(s.created, name)
+			s.mu.Unlock()
+		}
 		finish(ts, neg, err)
 		if err == nil {
 			awaitTopic(ts, name, int32(*parts))
@@ -70,13 +77,69 @@ func cmdTopic(ts *testscript.TestScript, neg bool, args []string) {
 		resps, err := s.adm(ts).AlterTopicConfigs(ctx, alters, name)
 		if err == nil {
 			for _, r := range resps {
+				if r.Err != nil {
+					fmt.Fprintf(ts.Stdout(), "error=%s\n", kerrNameOr(r.Err))
+				}
+			}
+		}
+		if err == nil {
+			for _, r := range resps {
 				err = errors.Join(err, r.Err)
+			}
+		}
+		finish(ts, neg, err)
+	case "delete":
+		resps, err := s.adm(ts).DeleteTopics(ctx, name)
+		if err == nil {
+			err = resps.Error()
+		}
+		finish(ts, neg, err)
+	case "partitions":
+		// topic partitions NAME N: CreatePartitions up to N in total.
+		if len(args) != 3 {
+			ts.Fatalf("usage: topic partitions NAME N")
+		}
+		n := atoi32(ts, args[2])
+		resps, err := s.adm(ts).UpdatePartitions(ctx, int(n), name)
+		if err == nil {
+			err = resps.Error()
+		}
+		if err != nil {
+			fmt.Fprintf(ts.Stdout(), "error=%s\n", kerrNameOr(err))
+		}
+		finish(ts, neg, err)
+		if err == nil {
+			awaitTopic(ts, name, n)
+		}
+	case "describe-config":
+		// topic describe-config NAME KEY: prints KEY=VALUE source=SOURCE
+		// (DescribeConfigs; sources as Kafka names them, KIP-226).
+		if len(args) != 3 {
+			ts.Fatalf("usage: topic describe-config NAME KEY")
+		}
+		rcs, err := s.adm(ts).DescribeTopicConfigs(ctx, name)
+		if err == nil {
+			var rc kadm.ResourceConfig
+			if rc, err = rcs.On(name, nil); err == nil {
+				err = rc.Err
+			}
+			for _, c := range rc.Configs {
+				if c.Key == args[2] {
+					fmt.Fprintf(ts.Stdout(), "%s=%s source=%s\n", c.Key, c.MaybeValue(), c.Source)
+				}
 			}
 		}
 		finish(ts, neg, err)
 	default:
 		ts.Fatalf("topic: unknown action %q", args[0])
 	}
+}
+
+func kerrNameOr(err error) string {
+	if n := kerrName(err); n != "" {
+		return n
+	}
+	return "error"
 }
 
 // awaitTopic waits until every partition of topic has a leader, as seen
@@ -143,20 +206,32 @@ func offsetsOf(cl kmsgRequester, topic string, part int32, isolation int8) (star
 		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = part, ts, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		ctx, cancel := ctxFor(10 * time.Second)
-		defer cancel()
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return 0, err
+		// A partition between leaders (a broker restarting) answers a
+		// retriable error for a moment; retry for up to 30s, as clients do.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := ctxFor(10 * time.Second)
+			resp, err := req.RequestWith(ctx, cl)
+			cancel()
+			if err != nil && kerr.IsRetriable(err) && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond) // the client found no leader yet
+				continue
+			}
+			if err != nil {
+				return 0, err
+			}
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				return 0, fmt.Errorf("list offsets %s/%d: malformed response", topic, part)
+			}
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode == 0 {
+				return p.Offset, nil
+			}
+			if !kerr.IsRetriable(kerr.ErrorForCode(p.ErrorCode)) || time.Now().After(deadline) {
+				return 0, fmt.Errorf("list offsets %s/%d: %s", topic, part, errName(p.ErrorCode))
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return 0, fmt.Errorf("list offsets %s/%d: malformed response", topic, part)
-		}
-		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != 0 {
-			return 0, fmt.Errorf("list offsets %s/%d: %s", topic, part, errName(p.ErrorCode))
-		}
-		return p.Offset, nil
 	}
 	if start, err = get(-2); err != nil {
 		return

@@ -14,6 +14,10 @@ import (
 // EnvTarget picks the target of 'go test ./conformance' (default vltava).
 const EnvTarget = "VLTAVA_CONFORMANCE_TARGET"
 
+// EnvKeep, set to 1, keeps the topics and groups a run creates on an
+// external cluster (the CLI's --keep).
+const EnvKeep = "VLTAVA_CONFORMANCE_KEEP"
+
 func TestMain(m *testing.M) { daemontest.Main(m) }
 
 // TestConformance runs every script in testdata against the target named
@@ -39,10 +43,12 @@ func runTarget(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps, err := target.Probe(context.Background(), tg)
+	desc, err := target.Describe(context.Background(), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("target %s capabilities: %s", tg.Name(), caps)
-	testscript.Run(t, New(tg, caps).Params("testdata"))
+	t.Logf("target %s (%s) capabilities: %s", tg.Name(), desc.Software, desc.Caps)
+	suite := New(tg, desc.Caps)
+	suite.Keep = os.Getenv(EnvKeep) == "1"
+	testscript.Run(t, suite.Params("testdata"))
 }

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/vltava/vltava/conformance/checker"
 	"github.com/vltava/vltava/conformance/target"
@@ -25,6 +28,7 @@ type state struct {
 	suite *Suite
 	clock *checker.Clock
 	work  string
+	t     testscript.T // to skip the scenario when a precondition fails
 
 	mu      sync.Mutex
 	cluster target.Cluster
@@ -32,6 +36,11 @@ type state struct {
 	jobs    map[string]*job
 	pid     *producerID // for raw idempotent produce
 	nproc   int         // counter for default process names
+	sasl    bool        // the cluster requires SASL/PLAIN: clients log in
+	users   map[string]string
+	created []string        // topics this script created (deleted at the end on external targets)
+	groups  map[string]bool // groups this script used
+	txns    map[string]*txnProducer
 }
 
 // job is a background command (produce ... &name&).
@@ -51,6 +60,10 @@ func (s *state) close() {
 	for _, j := range jobs {
 		<-j.done
 	}
+	for _, t := range s.txns {
+		t.cl.Close()
+	}
+	s.cleanup()
 	if s.admin != nil {
 		s.admin.Close()
 	}
@@ -58,6 +71,10 @@ func (s *state) close() {
 		s.cluster.Close()
 	}
 }
+
+// skip ends the scenario as skipped with reason (a precondition the
+// target does not meet).
+func (s *state) skip(reason string) { s.t.Skip(reason) }
 
 func (s *state) needCluster(ts *testscript.TestScript) target.Cluster {
 	if s.cluster == nil {
@@ -72,7 +89,7 @@ func (s *state) client(ts *testscript.TestScript) *kgo.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.admin == nil {
-		cl, err := kgo.NewClient(clientOpts(c)...)
+		cl, err := kgo.NewClient(s.clientOpts(c, "")...)
 		ts.Check(err)
 		s.admin = cl
 	}
@@ -82,20 +99,64 @@ func (s *state) client(ts *testscript.TestScript) *kgo.Client {
 func (s *state) adm(ts *testscript.TestScript) *kadm.Client { return kadm.NewClient(s.client(ts)) }
 
 // clientOpts are the options every client of the suite starts from:
-// quick metadata refresh so failover is noticed promptly.
-func clientOpts(c target.Cluster) []kgo.Opt {
-	return []kgo.Opt{
+// quick metadata refresh so failover is noticed promptly. On a SASL
+// cluster the client logs in as user ("" for the superuser; "NAME" with
+// the password given at cluster start, or "NAME:PASSWORD").
+func (s *state) clientOpts(c target.Cluster, user string) []kgo.Opt {
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.Bootstrap()...),
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.MetadataMaxAge(2 * time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 	}
+	if s.sasl || user != "" {
+		name, pass := target.Superuser, target.SuperuserPassword
+		if user != "" {
+			var ok bool
+			if name, pass, ok = strings.Cut(user, ":"); !ok {
+				pass = s.users[name]
+			}
+		}
+		opts = append(opts, kgo.SASL(plain.Auth{User: name, Pass: pass}.AsMechanism()))
+	}
+	return opts
 }
 
-// topic maps a script's topic name to the real one. On external clusters
-// a suffix keeps runs apart.
+// topic maps a script's topic name to the real one: the suite's
+// run-unique prefix (external targets) keeps runs apart.
 func (s *state) topic(ts *testscript.TestScript, name string) string {
-	return name + ts.Getenv("TOPIC_SUFFIX")
+	return s.suite.Prefix + name
+}
+
+// group maps a script's group name to the real one, as topic does, and
+// remembers it for the clean-up.
+func (s *state) group(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.groups == nil {
+		s.groups = map[string]bool{}
+	}
+	g := s.suite.Prefix + name
+	s.groups[g] = true
+	return g
+}
+
+// cleanup deletes the groups and topics the script created on an
+// external cluster (the only kind that outlives the script), unless the
+// suite keeps them.
+func (s *state) cleanup() {
+	if s.cluster == nil || s.suite.Keep || s.suite.Target.Name() != "external" || s.admin == nil {
+		return
+	}
+	ctx, cancel := ctxFor(30 * time.Second)
+	defer cancel()
+	adm := kadm.NewClient(s.admin)
+	if len(s.groups) > 0 {
+		_, _ = adm.DeleteGroups(ctx, slices.Sorted(maps.Keys(s.groups))...)
+	}
+	if len(s.created) > 0 {
+		_, _ = adm.DeleteTopics(ctx, s.created...)
+	}
 }
 
 func (s *state) procName(prefix string) string {

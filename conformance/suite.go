@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -35,6 +36,16 @@ type Suite struct {
 	Target target.Target
 	Caps   target.Caps
 	Scale  int // record counts in scripts are multiplied by Scale
+	// Prefix starts every topic and group name the scripts use. New
+	// makes it run-unique on external targets ("vc-<time>-"), whose
+	// clusters outlive the run; Keep leaves what a run created there
+	// (by default each script deletes its topics and groups at its end).
+	Prefix string
+	Keep   bool
+	// MinBrokers runs the single-broker scenarios ('cluster start 1')
+	// on clusters of this many brokers (the vltava three-node report);
+	// multi-broker scenarios keep the topology and timing they state.
+	MinBrokers int
 
 	mu        sync.Mutex
 	anomalies map[string][]string // script name -> anomaly names found by check
@@ -44,7 +55,11 @@ type Suite struct {
 // The scale comes from VLTAVA_CONFORMANCE_SCALE.
 func New(t target.Target, caps target.Caps) *Suite {
 	scale, _ := strconv.Atoi(os.Getenv(EnvScale))
-	return &Suite{Target: t, Caps: caps, Scale: max(scale, 1), anomalies: map[string][]string{}}
+	s := &Suite{Target: t, Caps: caps, Scale: max(scale, 1), anomalies: map[string][]string{}}
+	if t.Name() == "external" {
+		s.Prefix = "vc-" + strconv.FormatInt(time.Now().Unix(), 36) + "-"
+	}
+	return s
 }
 
 // Params returns the testscript parameters running the scripts in dir.
@@ -53,7 +68,7 @@ func (s *Suite) Params(dir string) testscript.Params {
 		Dir:                dir,
 		RequireUniqueNames: true,
 		Setup: func(e *testscript.Env) error {
-			st := &state{suite: s, clock: checker.NewClock(), work: e.WorkDir, jobs: map[string]*job{}}
+			st := &state{suite: s, clock: checker.NewClock(), work: e.WorkDir, jobs: map[string]*job{}, t: e.T()}
 			e.Values[stateKey{}] = st
 			e.Setenv("TARGET", s.Target.Name())
 			e.Defer(st.close)
@@ -64,9 +79,13 @@ func (s *Suite) Params(dir string) testscript.Params {
 	}
 }
 
-// condition answers [cap:NAME] and [target:NAME].
+// condition answers [cap:NAME] and [target:NAME]; an unknown
+// capability name is an error, so a misspelt guard fails loudly.
 func (s *Suite) condition(cond string) (bool, error) {
 	if name, ok := strings.CutPrefix(cond, "cap:"); ok {
+		if !target.ValidCap(name) {
+			return false, fmt.Errorf("unknown capability %q", name)
+		}
 		return s.Caps[name], nil
 	}
 	if name, ok := strings.CutPrefix(cond, "target:"); ok {

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/vltava/vltava/core/broker"
 	"github.com/vltava/vltava/core/config"
@@ -31,9 +38,14 @@ func startConsole(cfg config.Broker, m *metrics.Server, b *broker.Broker, in *in
 	if cfg.ControllerQuorumVoters != "" {
 		store = "raft"
 	}
+	var login func(ctx context.Context, user, password string) (*inspect.Inspector, error)
+	if protocol, _ := cfg.ListenerProtocol(); protocol == config.ProtocolSASLPlaintext {
+		login = saslLogin(b, cfg.NodeID)
+	}
 	c, err := console.New(console.Options{
 		Broker:    b,
 		Inspector: in,
+		Login:     login,
 		Store:     store,
 		StoreUp: func() bool {
 			for _, p := range plugins.Plugins() {
@@ -65,4 +77,29 @@ func startConsole(cfg config.Broker, m *metrics.Server, b *broker.Broker, in *in
 	c.Start()
 	logger.Info("console: serving", "url", "http://"+m.Addr().String()+"/ui/")
 	return c, nil
+}
+
+// saslLogin logs a console user in to the broker's SASL listener: PLAIN,
+// else SCRAM-SHA-512, whichever the broker's authenticators accept.
+func saslLogin(b *broker.Broker, nodeID int32) func(ctx context.Context, user, password string) (*inspect.Inspector, error) {
+	return func(ctx context.Context, user, password string) (*inspect.Inspector, error) {
+		mechs := []sasl.Mechanism{
+			plain.Auth{User: user, Pass: password}.AsMechanism(),
+			scram.Auth{User: user, Pass: password}.AsSha512Mechanism(),
+		}
+		var errs []error
+		for _, m := range mechs {
+			in := inspect.New(b.Addr, nodeID, kgo.SASL(m), kgo.RequestRetries(0))
+			adm, err := in.Admin()
+			if err == nil {
+				_, err = adm.ListBrokers(ctx)
+			}
+			if err == nil {
+				return in, nil
+			}
+			in.Close()
+			errs = append(errs, fmt.Errorf("%s: %w", m.Name(), err))
+		}
+		return nil, fmt.Errorf("console: login as %q: %v", user, errs)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/plugins/builtin"
@@ -121,6 +122,9 @@ func pluginSpecs(cfg config.Broker) ([]host.Spec, error) {
 	if cfg.ControllerQuorumVoters != "" && storeName == "local" {
 		storeName = "raft" // a quorum means a cluster: the replicated store
 	}
+	if cfg.ZookeeperConnect != "" && storeName == "local" {
+		storeName = "zookeeper" // as Kafka: zookeeper.connect names the store
+	}
 	if roles, err := cfg.Roles(); err == nil && !roles.Controller && storeName != "raft" {
 		return nil, errors.New("process.roles broker: the metadata quorum's voters are required (controller.quorum.voters, --quorum-voters)")
 	}
@@ -130,6 +134,15 @@ func pluginSpecs(cfg config.Broker) ([]host.Spec, error) {
 			return nil, err
 		}
 		storeConf = conf
+	}
+	if storeName == "zookeeper" {
+		storeConf = zookeeperStoreConfig(cfg, storeConf)
+		if storeConf["connect"] == nil {
+			return nil, errors.New("metadata.store zookeeper: zookeeper.connect (h:p,h:p/chroot) is required")
+		}
+	}
+	if storeName == "etcd" && storeConf["endpoints"] == nil {
+		return nil, errors.New("metadata.store etcd: metadata.store.config endpoints (h:p,h:p) is required")
 	}
 	if storeName == "local" && storeConf["path"] == nil {
 		if storeConf == nil {
@@ -181,14 +194,22 @@ func loadPlugins(ctx context.Context, h *host.Host, cfg config.Broker) (loadedPl
 	if err != nil {
 		return loadedPlugins{}, err
 	}
+	// The store first: authenticators borrow it (sdk.StoreReader) to read
+	// credentials. specs[0] is the store (pluginSpecs).
 	ps := make([]*host.Plugin, len(specs))
 	errs := make([]error, len(specs))
+	if ps[0], errs[0] = h.Load(ctx, specs[0]); errs[0] != nil {
+		return loadedPlugins{}, errs[0]
+	}
 	var wg sync.WaitGroup
-	for i, s := range specs {
+	for i, s := range specs[1:] {
+		if s.Kind == serve.KindAuthenticator {
+			s.Store = ps[0].MetadataStore()
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ps[i], errs[i] = h.Load(ctx, s)
+			ps[i+1], errs[i+1] = h.Load(ctx, s)
 		}()
 	}
 	wg.Wait()
@@ -262,4 +283,35 @@ func raftStoreConfig(cfg config.Broker, conf map[string]any) (map[string]any, er
 		}
 	}
 	return conf, nil
+}
+
+// zookeeperStoreConfig fills the built-in zookeeper store's config from
+// Kafka's keys, leaving what metadata.store.config sets explicitly.
+func zookeeperStoreConfig(cfg config.Broker, conf map[string]any) map[string]any {
+	if conf == nil {
+		conf = map[string]any{}
+	}
+	if _, ok := conf["connect"]; !ok && cfg.ZookeeperConnect != "" {
+		conf["connect"] = cfg.ZookeeperConnect
+	}
+	if _, ok := conf["session.timeout"]; !ok {
+		ms := cfg.ZookeeperSessionTimeoutMs
+		if ms <= 0 {
+			ms = cfg.BrokerSessionTimeoutMs
+		}
+		conf["session.timeout"] = (time.Duration(ms) * time.Millisecond).String()
+	}
+	return conf
+}
+
+// sharedStore reports whether the config selects a metadata store kept
+// outside the brokers, which several brokers share as one cluster.
+func sharedStore(cfg config.Broker) bool {
+	switch strings.TrimSpace(cfg.MetadataStore) {
+	case "zookeeper", "etcd":
+		return true
+	case "local":
+		return cfg.ZookeeperConnect != "" && cfg.ControllerQuorumVoters == ""
+	}
+	return false
 }

@@ -132,6 +132,9 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		Store:          loaded.store,
 		Assignors:      loaded.assignors,
 		Authenticators: loaded.authenticators,
+		// A store outside the brokers (ZooKeeper, etcd) is shared: the
+		// brokers form a cluster through it without a raft quorum.
+		Cluster: sharedStore(cfg),
 	})
 	if err != nil {
 		logger.Error("invalid configuration", "err", err)
@@ -158,6 +161,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		logger.Error("broker failed to start", "err", err)
 		return 1
 	}
+	// Start opened (and after kill -9 recovered) every log it holds.
+	summary.summary(logger)
 	select {
 	case <-b.Ready():
 		summary.summary(logger)

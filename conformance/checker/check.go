@@ -17,11 +17,13 @@ const (
 	NonMonotonicSend    = "non-monotonic-send"
 	Reordering          = "reordering"
 	AbortedRead         = "aborted-read"
+	TornTransaction     = "torn-transaction"
+	DirtyRead           = "dirty-read"
 )
 
 // AllAnomalies lists every anomaly name Check can report.
 var AllAnomalies = []string{LostWrite, Unseen, Duplicate, InconsistentOffsets,
-	NonMonotonicPoll, NonMonotonicSend, Reordering, AbortedRead}
+	NonMonotonicPoll, NonMonotonicSend, Reordering, AbortedRead, TornTransaction, DirtyRead}
 
 // Anomaly is one instance of a named anomaly.
 type Anomaly struct {
@@ -33,8 +35,9 @@ type Anomaly struct {
 type Report struct {
 	Anomalies []Anomaly
 	Sends     int // send invocations
-	Acked     int // sends completed ok with an offset
+	Acked     int // sends completed ok with an offset (not in an aborted transaction)
 	Failed    int // sends completed fail
+	Aborted   int // sends acknowledged in a transaction that aborted
 	Unknown   int // sends completed info, or never completed
 	Read      int // distinct values read
 	// Redelivered counts values read by more than one process (at the
@@ -73,8 +76,12 @@ func (r *Report) Summary() string {
 	if len(parts) > 0 {
 		an = strings.Join(parts, " ")
 	}
-	return fmt.Sprintf("sends=%d acked=%d failed=%d unknown=%d read=%d redelivered=%d anomalies: %s",
-		r.Sends, r.Acked, r.Failed, r.Unknown, r.Read, r.Redelivered, an)
+	ab := ""
+	if r.Aborted > 0 {
+		ab = fmt.Sprintf(" aborted=%d", r.Aborted)
+	}
+	return fmt.Sprintf("sends=%d acked=%d failed=%d unknown=%d%s read=%d redelivered=%d anomalies: %s",
+		r.Sends, r.Acked, r.Failed, r.Unknown, ab, r.Read, r.Redelivered, an)
 }
 
 type tp struct {
@@ -97,6 +104,21 @@ type send struct {
 	invoke, finish int64 // times; finish -1 if never completed
 	typ            string
 	offset         int64
+	txn            string
+}
+
+// txn is what the history says about one transaction.
+type txn struct {
+	status    string // commit, abort or "" (unknown, or never ended)
+	endInvoke int64  // when the ending end-txn was invoked; -1 if none
+}
+
+// committedRead is one value a read_committed poll returned.
+type committedRead struct {
+	proc  string
+	at    pos
+	value string
+	time  int64 // the poll's completion
 }
 
 // history is the indexed form Check works on.
@@ -107,6 +129,8 @@ type history struct {
 	readBy    map[string]map[string]bool // value -> processes that read it
 	valuesAt  map[pos]map[string]bool    // position -> values (reads and acks)
 	maxRead   map[tp]int64               // highest offset read per partition
+	txns      map[string]*txn
+	committed []committedRead // reads under read_committed, in time order
 	report    *Report
 }
 
@@ -120,11 +144,13 @@ func Check(ops []Op) *Report {
 		readBy:    map[string]map[string]bool{},
 		valuesAt:  map[pos]map[string]bool{},
 		maxRead:   map[tp]int64{},
+		txns:      map[string]*txn{},
 		report:    &Report{},
 	}
 	h.index(ops)
 	h.checkPolls(ops)
 	h.checkValues()
+	h.checkTxns()
 	h.checkSendOrder()
 	h.checkRealTime()
 	sort.SliceStable(h.report.Anomalies, func(i, j int) bool {
@@ -148,7 +174,7 @@ func (h *history) index(ops []Op) {
 		switch {
 		case op.F == Send && op.Type == Invoke:
 			s := &send{proc: op.Proc, tp: tp{op.Topic, op.Partition}, value: op.Value,
-				invoke: op.Time, finish: -1, offset: -1}
+				invoke: op.Time, finish: -1, offset: -1, txn: op.Txn}
 			open[key{op.Proc, op.ID}] = s
 			h.sends = append(h.sends, s)
 			h.sendByVal[s.value] = s
@@ -163,9 +189,26 @@ func (h *history) index(ops []Op) {
 				s.tp.part = op.Partition // the partitioner may pick it at send time
 				h.note(pos{s.tp, s.offset}, s.value)
 			}
+		case op.F == EndTxn:
+			t := h.txns[op.Txn]
+			if t == nil {
+				t = &txn{endInvoke: -1}
+				h.txns[op.Txn] = t
+			}
+			switch {
+			case op.Type == Invoke:
+				t.endInvoke = op.Time
+			case op.Type == OK:
+				t.status = op.Value
+			case op.Type == Fail && op.Value == "commit":
+				t.status = "abort" // a commit that definitely failed aborts
+			}
 		case op.F == Poll && op.Type == OK:
 			for _, r := range op.Reads {
 				p := pos{tp{op.Topic, r.Partition}, r.Offset}
+				if op.Isolation == ReadCommitted {
+					h.committed = append(h.committed, committedRead{op.Proc, p, r.Value, op.Time})
+				}
 				h.note(p, r.Value)
 				if h.readAt[r.Value] == nil {
 					h.readAt[r.Value] = map[pos]bool{}
@@ -184,6 +227,8 @@ func (h *history) index(ops []Op) {
 	for _, s := range h.sends {
 		h.report.Sends++
 		switch {
+		case s.typ == OK && s.offset >= 0 && h.aborted(s):
+			h.report.Aborted++
 		case s.typ == OK && s.offset >= 0:
 			h.report.Acked++
 		case s.typ == Fail:
@@ -258,13 +303,83 @@ func (h *history) checkValues() {
 		h.add(InconsistentOffsets, "%s offset %d holds %q", p.tp, p.offset, sortedKeys(h.valuesAt[p]))
 	}
 	for _, s := range h.sends {
-		if s.typ != OK || s.offset < 0 || h.readAt[s.value] != nil {
+		if s.typ != OK || s.offset < 0 || h.readAt[s.value] != nil || h.aborted(s) || h.txnOpen(s) {
 			continue
 		}
 		if m, ok := h.maxRead[s.tp]; ok && m > s.offset {
 			h.add(LostWrite, "value %q acknowledged at %s offset %d, never read; reads reached offset %d", s.value, s.tp, s.offset, m)
 		} else {
 			h.add(Unseen, "value %q acknowledged at %s offset %d, never read", s.value, s.tp, s.offset)
+		}
+	}
+}
+
+// aborted reports whether s belongs to a transaction that aborted.
+func (h *history) aborted(s *send) bool {
+	t := h.txns[s.txn]
+	return s.txn != "" && t != nil && t.status == "abort"
+}
+
+// txnOpen reports whether s belongs to a transaction whose outcome is
+// unknown: its acknowledgement is provisional, so it is never unseen.
+func (h *history) txnOpen(s *send) bool {
+	if s.txn == "" {
+		return false
+	}
+	t := h.txns[s.txn]
+	return t == nil || t.status == ""
+}
+
+// checkTxns finds read_committed reads that break transaction
+// atomicity: a value of an aborted transaction (aborted-read), a value
+// returned before its transaction's commit was even requested
+// (dirty-read), and a reader that saw part of a committed transaction
+// while reading past the offsets of the rest (torn-transaction).
+func (h *history) checkTxns() {
+	type rk struct {
+		proc string
+		tp   tp
+	}
+	seen := map[string]map[string]bool{}    // proc -> values it read under read_committed
+	reach := map[rk]int64{}                 // highest offset a read_committed reader read
+	touched := map[string]map[string]bool{} // proc -> committed transactions it read part of
+	for _, r := range h.committed {
+		if seen[r.proc] == nil {
+			seen[r.proc], touched[r.proc] = map[string]bool{}, map[string]bool{}
+		}
+		seen[r.proc][r.value] = true
+		if m, ok := reach[rk{r.proc, r.at.tp}]; !ok || r.at.offset > m {
+			reach[rk{r.proc, r.at.tp}] = r.at.offset
+		}
+		s := h.sendByVal[r.value]
+		if s == nil || s.txn == "" {
+			continue
+		}
+		t := h.txns[s.txn]
+		switch {
+		case h.aborted(s):
+			h.add(AbortedRead, "%s read %q at %s@%d under read_committed, but transaction %s aborted", r.proc, r.value, r.at.tp, r.at.offset, s.txn)
+		case t == nil || t.endInvoke < 0 || r.time < t.endInvoke:
+			h.add(DirtyRead, "%s read %q at %s@%d under read_committed before transaction %s was committed", r.proc, r.value, r.at.tp, r.at.offset, s.txn)
+		}
+		if t != nil && t.status == "commit" {
+			touched[r.proc][s.txn] = true
+		}
+	}
+	for _, proc := range sortedKeys(touched) {
+		for _, id := range sortedKeys(touched[proc]) {
+			var missing []string
+			for _, s := range h.sends {
+				if s.txn != id || s.typ != OK || s.offset < 0 || seen[proc][s.value] {
+					continue
+				}
+				if m, ok := reach[rk{proc, s.tp}]; ok && m > s.offset {
+					missing = append(missing, fmt.Sprintf("%q (%s@%d)", s.value, s.tp, s.offset))
+				}
+			}
+			if len(missing) > 0 {
+				h.add(TornTransaction, "%s read part of committed transaction %s but not %s, although it read past them", proc, id, strings.Join(missing, ", "))
+			}
 		}
 	}
 }

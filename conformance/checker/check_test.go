@@ -3,6 +3,7 @@ package checker
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +21,38 @@ func (h *hist) send(proc, value string, p int32, typ string, offset int64) {
 	h.id++
 	h.ops = append(h.ops, Op{ID: h.id, Proc: proc, Type: Invoke, F: Send, Time: h.tick(), Topic: "t", Partition: p, Offset: -1, Value: value})
 	h.ops = append(h.ops, Op{ID: h.id, Proc: proc, Type: typ, F: Send, Time: h.tick(), Topic: "t", Partition: p, Offset: offset, Value: value})
+}
+
+// txnSend records a send of value in transaction id.
+func (h *hist) txnSend(id, value string, p int32, offset int64) {
+	h.id++
+	h.ops = append(h.ops, Op{ID: h.id, Proc: "p0", Type: Invoke, F: Send, Time: h.tick(), Topic: "t", Partition: p, Offset: -1, Value: value, Txn: id})
+	h.ops = append(h.ops, Op{ID: h.id, Proc: "p0", Type: OK, F: Send, Time: h.tick(), Topic: "t", Partition: p, Offset: offset, Value: value, Txn: id})
+}
+
+// endTxn records ending transaction id with "commit" or "abort".
+func (h *hist) endTxn(id, how string) {
+	h.id++
+	h.ops = append(h.ops, Op{ID: h.id, Proc: "p0", Type: Invoke, F: EndTxn, Time: h.tick(), Txn: id, Value: how, Offset: -1})
+	h.ops = append(h.ops, Op{ID: h.id, Proc: "p0", Type: OK, F: EndTxn, Time: h.tick(), Txn: id, Value: how, Offset: -1})
+}
+
+// pollRC is poll under read_committed.
+func (h *hist) pollRC(proc string, p int32, kv ...any) {
+	h.poll(proc, p, kv...)
+	h.ops[len(h.ops)-1].Isolation = ReadCommitted
+}
+
+// txnHistory: transaction x (values a, b at offsets 0, 1, marker at 2)
+// committed, transaction y (c at 3, marker at 4) aborted.
+func txnHistory() *hist {
+	h := &hist{}
+	h.txnSend("x", "a", 0, 0)
+	h.txnSend("x", "b", 0, 1)
+	h.endTxn("x", "commit")
+	h.txnSend("y", "c", 0, 3)
+	h.endTxn("y", "abort")
+	return h
 }
 
 // poll records a poll returning reads (offset, value pairs) of partition p.
@@ -127,21 +160,59 @@ func TestEachDetectorDetects(t *testing.T) {
 			h.poll("c0", 0, 0, "a")
 			return h
 		}},
+		{AbortedRead + "/read_committed", func() *hist {
+			h := txnHistory()
+			h.pollRC("c0", 0, 0, "a", 1, "b", 3, "c") // c's transaction aborted
+			return h
+		}},
+		{TornTransaction, func() *hist {
+			h := txnHistory()
+			h.poll("c0", 0, 0, "a", 1, "b") // a read_uncommitted reader sees both
+			h.pollRC("c1", 0, 0, "a")       // a read_committed one sees a...
+			h.send("p1", "d", 0, OK, 5)     // ...and reads on past b
+			h.pollRC("c1", 0, 5, "d")
+			return h
+		}},
+		{DirtyRead, func() *hist {
+			h := &hist{}
+			h.txnSend("x", "a", 0, 0)
+			h.pollRC("c0", 0, 0, "a") // returned before the commit was sent
+			h.endTxn("x", "commit")
+			return h
+		}},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
+		name, _, _ := strings.Cut(c.name, "/")
 		t.Run(c.name, func(t *testing.T) {
 			r := Check(c.build().ops)
-			if got := r.Names(); !slices.Equal(got, []string{c.name}) {
-				t.Fatalf("want exactly [%s], got %v: %v", c.name, got, r.Anomalies)
+			if got := r.Names(); !slices.Equal(got, []string{name}) {
+				t.Fatalf("want exactly [%s], got %v: %v", name, got, r.Anomalies)
 			}
 		})
-		covered[c.name] = true
+		covered[name] = true
 	}
 	for _, n := range AllAnomalies {
 		if !covered[n] {
 			t.Errorf("no test history for anomaly %s", n)
 		}
+	}
+}
+
+// TestCleanTransactions: committed values read under read_committed,
+// aborted ones only under read_uncommitted, an unknown transaction's
+// values never read: no anomaly, and the aborted send is counted apart.
+func TestCleanTransactions(t *testing.T) {
+	h := txnHistory()
+	h.pollRC("c0", 0, 0, "a", 1, "b")
+	h.poll("c1", 0, 0, "a", 1, "b", 3, "c")
+	h.txnSend("z", "e", 0, 5) // never ended: provisional, not unseen
+	r := Check(h.ops)
+	if len(r.Anomalies) != 0 {
+		t.Fatalf("clean transactions: %v", r.Anomalies)
+	}
+	if r.Acked != 3 || r.Aborted != 1 {
+		t.Fatalf("counts: %s", r.Summary())
 	}
 }
 

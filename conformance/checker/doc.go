@@ -15,9 +15,18 @@
 //	{"id":9,"proc":"c0","type":"ok","f":"poll","time":900,"topic":"t","reads":[{"partition":0,"offset":6,"value":"p0-7"}]}
 //
 // type is one of invoke, ok, fail (the operation definitely did not take
-// effect) and info (unknown: a timeout, acks=0). f is send, poll, commit
-// or assign. time is nanoseconds since the recorder's epoch; recorders
-// made from one [Clock] share it, so real-time order between processes is
+// effect) and info (unknown: a timeout, acks=0). f is send, poll, commit,
+// assign or end-txn. A transactional send carries "txn", the name of its
+// transaction (unique per transaction); an end-txn operation carries the
+// same name and, as value, "commit" or "abort" (a commit that definitely
+// failed aborts). A poll made under read_committed carries
+// "isolation":"read_committed":
+//
+//	{"id":3,"proc":"p","type":"ok","f":"send","time":50,"topic":"t","partition":0,"offset":0,"value":"p-t1-0","txn":"p-t1"}
+//	{"id":4,"proc":"p","type":"ok","f":"end-txn","time":90,"partition":0,"offset":-1,"value":"commit","txn":"p-t1"}
+//
+// time is nanoseconds since the recorder's epoch; recorders made from
+// one [Clock] share it, so real-time order between processes is
 // meaningful.
 //
 // # Anomalies
@@ -40,5 +49,14 @@
 //     partition do not rise in the order it invoked the sends.
 //   - reordering: send A was acknowledged before send B was invoked (real
 //     time) but B has the lower offset in the same partition.
-//   - aborted-read: a read returned a value whose send definitely failed.
+//   - aborted-read: a read returned a value whose send definitely failed,
+//     or a read_committed poll returned a value of an aborted transaction.
+//   - dirty-read: a read_committed poll returned a value of a transaction
+//     before that transaction's commit was requested.
+//   - torn-transaction: a read_committed reader read part of a committed
+//     transaction, and read past the offsets of the rest without them.
+//
+// Sends of an aborted transaction are counted in Report.Aborted, not
+// Acked, and are never unseen or lost; sends of a transaction whose end
+// is unknown are provisional and never unseen either.
 package checker

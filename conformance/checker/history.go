@@ -22,11 +22,15 @@ const (
 
 // Op functions.
 const (
-	Send   = "send"   // produce one record
-	Poll   = "poll"   // one fetch/poll returning Reads
-	Commit = "commit" // commit consumer offsets
-	Assign = "assign" // the consumer's position was reset (seek, rebalance)
+	Send   = "send"    // produce one record
+	Poll   = "poll"    // one fetch/poll returning Reads
+	Commit = "commit"  // commit consumer offsets
+	Assign = "assign"  // the consumer's position was reset (seek, rebalance)
+	EndTxn = "end-txn" // end a transaction: Value is "commit" or "abort"
 )
+
+// ReadCommitted marks a poll made with isolation.level=read_committed.
+const ReadCommitted = "read_committed"
 
 // Op is one line of a history file.
 type Op struct {
@@ -41,6 +45,11 @@ type Op struct {
 	Value     string `json:"value,omitempty"`
 	Reads     []Read `json:"reads,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Txn names the transaction a send belongs to (unique per
+	// transaction, not the transactional.id) or an end-txn ends.
+	Txn string `json:"txn,omitempty"`
+	// Isolation is ReadCommitted on polls made under read_committed.
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Read is one record a poll returned.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -33,26 +35,66 @@ type External struct {
 func NewExternal(env func(string) string) (*External, error) {
 	seeds := strings.FieldsFunc(env(EnvBootstrap), func(r rune) bool { return r == ',' || r == ' ' })
 	if len(seeds) == 0 {
-		return nil, errors.New("target: external needs " + EnvBootstrap)
+		return nil, errors.New("target: external needs an explicit bootstrap (" + EnvBootstrap + " or -b); there is no default")
 	}
 	x := &External{Seeds: seeds, KillCmd: env(EnvKill), StopCmd: env(EnvStop),
 		ContCmd: env(EnvCont), RestartCmd: env(EnvRestart), Extra: Caps{}}
-	for _, c := range strings.Split(env(EnvCaps), ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			x.Extra[c] = true
-		}
+	caps, err := ParseCaps(env(EnvCaps))
+	if err != nil {
+		return nil, err
 	}
+	x.Extra = caps
 	return x, nil
+}
+
+// ParseCaps parses a comma-separated capability list (VLTAVA_CONFORMANCE_CAPS);
+// an unknown name is an error that lists the known ones.
+func ParseCaps(list string) (Caps, error) {
+	c := Caps{}
+	var bad []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !ValidCap(name) {
+			bad = append(bad, name)
+			continue
+		}
+		c[name] = true
+	}
+	if len(bad) > 0 {
+		known := slices.Sorted(maps.Keys(KnownCaps()))
+		return nil, fmt.Errorf("target: %s: unknown capabilities %s (known: %s)", EnvCaps, strings.Join(bad, ","), strings.Join(known, ","))
+	}
+	return c, nil
 }
 
 // Name implements Target.
 func (*External) Name() string { return "external" }
 
+// Software implements softwarer: the Kafka protocol does not say.
+func (*External) Software() string {
+	return "not reported by the Kafka protocol (ApiVersions names the client's software, not the broker's)"
+}
+
+// hooks names the fault hooks that are set.
+func (x *External) hooks() []string {
+	var hs []string
+	for _, h := range []struct{ env, cmd string }{{EnvKill, x.KillCmd}, {EnvStop, x.StopCmd}, {EnvCont, x.ContCmd}, {EnvRestart, x.RestartCmd}} {
+		if h.cmd != "" {
+			hs = append(hs, h.env)
+		}
+	}
+	return hs
+}
+
 // Facts implements Target: hooks give kill9/stop/restart; multibroker and
 // replication must be declared in VLTAVA_CONFORMANCE_CAPS.
 func (x *External) Facts() Caps {
 	c := Caps{"kill9": x.KillCmd != "", "stop": x.StopCmd != "" && x.ContCmd != "",
-		"restart": x.RestartCmd != "", "rawtcp": true, "faults": false}
+		"restart": x.RestartCmd != "", "rawtcp": true, "faults": false, "brokerconfig": false, "sasl": false,
+		"multibroker": false, "replication": false}
 	for k, v := range x.Extra {
 		c[k] = v
 	}
@@ -60,7 +102,12 @@ func (x *External) Facts() Caps {
 }
 
 // Start implements Target; it starts nothing and returns the cluster.
-func (x *External) Start(context.Context, Options) (Cluster, error) { return x, nil }
+func (x *External) Start(_ context.Context, o Options) (Cluster, error) {
+	if o.SASL || o.ACLs {
+		return nil, fmt.Errorf("%w: the external target cannot start a SASL cluster", ErrUnsupported)
+	}
+	return x, nil
+}
 
 // Bootstrap implements Cluster.
 func (x *External) Bootstrap() []string { return x.Seeds }

@@ -22,7 +22,16 @@ func (Kfake) Name() string { return "kfake" }
 // Facts implements Target.
 func (Kfake) Facts() Caps {
 	return Caps{"kill9": false, "stop": false, "restart": false, "rawtcp": true,
-		"multibroker": true, "replication": false, "faults": true}
+		"multibroker": true, "replication": false, "faults": true, "brokerconfig": true, "sasl": true}
+}
+
+// Software implements softwarer.
+func (Kfake) Software() string {
+	v := moduleVersion("github.com/twmb/franz-go/pkg/kfake")
+	if v == "" {
+		v = "(version unknown)"
+	}
+	return "github.com/twmb/franz-go/pkg/kfake " + v + ", in process"
 }
 
 // Start implements Target.
@@ -36,6 +45,15 @@ func (Kfake) Start(_ context.Context, o Options) (Cluster, error) {
 			cfg["log.cleaner.backoff.ms"] = v
 		}
 		opts = append(opts, kfake.BrokerConfigs(cfg))
+	}
+	if o.SASL {
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser("PLAIN", Superuser, SuperuserPassword))
+		for u, p := range o.Users {
+			opts = append(opts, kfake.User("PLAIN", u, p))
+		}
+	}
+	if o.ACLs {
+		opts = append(opts, kfake.EnableACLs())
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {

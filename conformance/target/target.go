@@ -17,9 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -31,7 +29,20 @@ var ErrUnsupported = errors.New("target: unsupported")
 type Options struct {
 	Brokers int               // number of brokers, at least 1
 	Config  map[string]string // broker config keys (Kafka names)
+	// SASL starts the cluster with SASL/PLAIN required on its listener,
+	// the superuser Superuser and the users Users (name -> password);
+	// ACLs turns authorization on (superusers bypass it). Only targets
+	// with the sasl capability honor them.
+	SASL  bool
+	ACLs  bool
+	Users map[string]string
 }
+
+// The superuser of SASL clusters (Options.SASL).
+const (
+	Superuser         = "admin"
+	SuperuserPassword = "admin-secret"
+)
 
 // Target starts clusters of one kind.
 type Target interface {
@@ -84,13 +95,54 @@ func (c Caps) String() string {
 
 // apiCaps maps a capability to the API keys a broker must advertise.
 var apiCaps = map[string][]int16{
-	"idempotence":   {22},                       // InitProducerId
-	"deleterecords": {21},                       // DeleteRecords
-	"alterconfig":   {44},                       // IncrementalAlterConfigs
-	"groups":        {8, 9, 10, 11, 12, 13, 14}, // commit, fetch offsets, coordinator, join, heartbeat, leave, sync
-	"kip848":        {8, 9, 10, 68},             // ConsumerGroupHeartbeat
-	"transactions":  {22, 24, 25, 26, 28},       // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
-	"leaderepoch":   {23},                       // OffsetForLeaderEpoch
+	"idempotence":      {22},                       // InitProducerId
+	"deleterecords":    {21},                       // DeleteRecords
+	"alterconfig":      {44},                       // IncrementalAlterConfigs
+	"describeconfig":   {32},                       // DescribeConfigs
+	"createpartitions": {37},                       // CreatePartitions
+	"deletetopics":     {20},                       // DeleteTopics
+	"groups":           {8, 9, 10, 11, 12, 13, 14}, // commit, fetch offsets, coordinator, join, heartbeat, leave, sync
+	"kip848":           {8, 9, 10, 68},             // ConsumerGroupHeartbeat
+	"transactions":     {22, 24, 25, 26, 28},       // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
+	"leaderepoch":      {23},                       // OffsetForLeaderEpoch
+	"acls":             {29, 30, 31},               // DescribeAcls, CreateAcls, DeleteAcls
+	"quotas":           {48, 49},                   // DescribeClientQuotas, AlterClientQuotas
+}
+
+// factCaps are the capabilities a target states about itself (Facts).
+var factCaps = map[string]string{
+	"kill9":        "a broker can be killed with SIGKILL (external: VLTAVA_CONFORMANCE_KILL_CMD)",
+	"stop":         "a broker can be paused and resumed (external: VLTAVA_CONFORMANCE_STOP_CMD and _CONT_CMD)",
+	"restart":      "a broker can be restarted cleanly (external: VLTAVA_CONFORMANCE_RESTART_CMD)",
+	"rawtcp":       "hand-built frames can reach a broker over TCP",
+	"multibroker":  "clusters of several brokers",
+	"replication":  "partitions replicated across brokers (rf > 1)",
+	"faults":       "Kafka errors injected on demand (fault)",
+	"brokerconfig": "cluster start applies broker configs (-config); elsewhere -require checks them",
+	"sasl":         "cluster start -sasl: a cluster requiring SASL/PLAIN with the suite's users",
+}
+
+// KnownCaps returns every capability name, sorted, with what it means.
+func KnownCaps() map[string]string {
+	out := map[string]string{}
+	for k, v := range factCaps {
+		out[k] = v
+	}
+	for k, keys := range apiCaps {
+		var names []string
+		for _, key := range keys {
+			names = append(names, kmsg.NameForKey(key))
+		}
+		out[k] = "the broker advertises " + strings.Join(names, ", ")
+	}
+	return out
+}
+
+// ValidCap reports whether name is a capability the suite knows.
+func ValidCap(name string) bool {
+	_, fact := factCaps[name]
+	_, api := apiCaps[name]
+	return fact || api
 }
 
 // CapsFromAPIs derives protocol capabilities from advertised API keys.
@@ -104,46 +156,6 @@ func CapsFromAPIs(keys []int16) Caps {
 		c[name] = ok
 	}
 	return c
-}
-
-// Probe starts a one-broker cluster of t (for external: connects), asks
-// ApiVersions, and returns the target's facts plus the protocol
-// capabilities. The probe cluster is closed before it returns.
-func Probe(ctx context.Context, t Target) (Caps, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	cl, err := t.Start(ctx, Options{Brokers: 1})
-	if err != nil {
-		return nil, fmt.Errorf("target: probe %s: %w", t.Name(), err)
-	}
-	defer cl.Close()
-	keys, err := APIKeys(ctx, cl.Bootstrap())
-	if err != nil {
-		return nil, fmt.Errorf("target: probe %s: %w", t.Name(), err)
-	}
-	caps := CapsFromAPIs(keys)
-	for k, v := range t.Facts() {
-		caps[k] = v
-	}
-	return caps, nil
-}
-
-// APIKeys asks the first reachable seed broker which API keys it serves.
-func APIKeys(ctx context.Context, seeds []string) ([]int16, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	var keys []int16
-	for _, k := range resp.ApiKeys {
-		keys = append(keys, k.ApiKey)
-	}
-	return keys, nil
 }
 
 // ByName returns the target called name, configured from the

@@ -2,6 +2,7 @@ package target
 
 import (
 	"context"
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"net"
@@ -32,7 +33,28 @@ func (*Vltava) Name() string { return "vltava" }
 // KRaft controllers does.
 func (*Vltava) Facts() Caps {
 	return Caps{"kill9": true, "stop": true, "restart": true, "rawtcp": true,
-		"multibroker": true, "replication": true, "faults": false}
+		"multibroker": true, "replication": true, "faults": false, "brokerconfig": true,
+		"sasl": false} // vltavad authenticates through plugins; the target does not configure them yet
+}
+
+// Software implements softwarer: the binary's module version and VCS
+// revision, from its build information.
+func (v *Vltava) Software() string {
+	s := "vltavad"
+	bi, err := buildinfo.ReadFile(v.Bin)
+	if err != nil {
+		return s + " (no build information)"
+	}
+	s += " " + bi.Main.Path + " " + bi.Main.Version
+	for _, st := range bi.Settings {
+		switch {
+		case st.Key == "vcs.revision" && len(st.Value) >= 12:
+			s += " " + st.Value[:12]
+		case st.Key == "vcs.modified" && st.Value == "true":
+			s += "+modified"
+		}
+	}
+	return s + " (" + bi.GoVersion + ")"
 }
 
 // quorumSize is the smallest metadata quorum a multi-broker cluster
@@ -43,6 +65,9 @@ const quorumSize = 3
 // gets a free quorum port and all are voters, joined by controller-only
 // voters (node N+1...) up to quorumSize.
 func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
+	if o.SASL || o.ACLs {
+		return nil, fmt.Errorf("%w: the vltava target does not configure SASL or ACLs yet", ErrUnsupported)
+	}
 	n := max(o.Brokers, 1)
 	controllers := 0
 	if n > 1 && n < quorumSize {

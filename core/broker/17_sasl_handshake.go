@@ -1,11 +1,21 @@
 package broker
 
-// SaslHandshake v1 (KIP-152): the client names a SASL mechanism; the
-// tokens then travel in SaslAuthenticate requests. v0, after which the
-// client sends raw SASL tokens outside Kafka framing, is not served (Kafka
-// 4.0 dropped it too, KIP-896): a v0 request closes the connection.
-// franz-go, librdkafka and sarama (Net.SASL.Version SASLHandshakeV1, its
-// default) use v1.
+// SaslHandshake v0-v1 (KIP-43, KIP-152): the client names a SASL
+// mechanism; the tokens then travel in SaslAuthenticate requests.
+//
+// v0 is advertised but not served. ApiVersions offers 0-1, as Kafka 3.x
+// does, because librdkafka (Debian's kcat 1.7 runs 2.0)
+// decides whether the broker supports SASL handshakes at all from a range
+// that includes v0: offered only v1, it refuses to authenticate ("SASL
+// Handshake not supported by broker"). Offered 0-1 together with
+// SaslAuthenticate, librdkafka — like franz-go, sarama (its default
+// SASLHandshakeV1) and the Java client — sends v1, so v1 framing is all
+// those clients need. A v0 request means the client will next send raw
+// SASL tokens outside Kafka framing, which the connection layer
+// (core/wire) does not read; rather than misparse them, a v0 handshake is
+// answered UNSUPPORTED_VERSION with the offered mechanisms and the
+// connection closes, with a log line saying why. Kafka 4.0 dropped v0
+// as well (KIP-896).
 //
 // On a PLAINTEXT listener, or once authenticated, the answer is
 // ILLEGAL_SASL_STATE (the connection stays open). A mechanism that is not
@@ -54,6 +64,12 @@ func handleSASLHandshake(b *Broker, ctx context.Context, req *wire.Request) (*wi
 	}
 	if i < 0 {
 		return unsupported()
+	}
+	if req.Version == 0 {
+		b.logger.Info("broker: SaslHandshake v0 refused: raw SASL frames are not served, use v1 (SaslAuthenticate)", "conn", req.Conn.ID, "mechanism", r.Mechanism)
+		sc.state = saslFailed
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return &wire.Response{Msg: resp, CloseAfter: true}, nil
 	}
 	st, err := auths[i].Start(ctx, &sdk.StartRequest{
 		Mechanism:    r.Mechanism,

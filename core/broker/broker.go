@@ -79,6 +79,10 @@ type Broker struct {
 	quotas    *quota.Manager
 	authz     *acl.Authorizer // nil without authorizer: acl (authz.go)
 
+	// isrShrinks and isrExpands count this broker's committed ISR
+	// changes as leader (monitoring, stats.go).
+	isrShrinks, isrExpands atomic.Int64
+
 	clients     *clients.Registry
 	clientConns sync.Map // connection ID → *clients.Conn
 
@@ -189,6 +193,7 @@ func (b *Broker) start() error {
 		IdleTimeout:                  time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		Listener:                     protocol,
 		Logger:                       b.logger,
+		ConnFilter:                   b.connFilter(protocol),
 	}, b)
 	// Join the cluster (a cluster of one without controller.quorum.
 	// voters) before serving: handlers rely on the cluster state. The

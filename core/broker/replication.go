@@ -33,6 +33,7 @@ func (b *Broker) isrLoop(ctx context.Context) {
 }
 
 func (b *Broker) checkPartitionISR(ctx context.Context, p *partition, now time.Time, lagMax time.Duration) {
+	before := p.ISRSize()
 	prop, ok := p.CheckISR(now, lagMax)
 	if !ok {
 		return
@@ -47,4 +48,10 @@ func (b *Broker) checkPartitionISR(ctx context.Context, p *partition, now time.T
 	}
 	b.logger.Info("broker: ISR changed", "partition", p.String(), "isr", st.ISR, "leader_epoch", st.LeaderEpoch)
 	p.ISRCommitted(prop.LeaderEpoch, st.ISR, st.PartitionEpoch, st.Version)
+	switch {
+	case len(st.ISR) < before:
+		b.isrShrinks.Add(1)
+	case len(st.ISR) > before:
+		b.isrExpands.Add(1)
+	}
 }

@@ -205,8 +205,18 @@ func TestSASLRawConversation(t *testing.T) {
 		expectEOF(t, c)
 	})
 	t.Run("HandshakeV0Refused", func(t *testing.T) {
+		// v0 is advertised (librdkafka needs it in the range) but a v0
+		// handshake, which announces raw SASL frames, is refused.
 		c := dialRaw(t, b)
 		c.send(handshake(0, "PLAIN"))
+		var r kmsg.SASLHandshakeResponse
+		r.Version = 0
+		if err := c.recv(&r); err != nil {
+			t.Fatal(err)
+		}
+		if r.ErrorCode != kerr.UnsupportedVersion.Code || !slices.Equal(r.SupportedMechanisms, []string{"PLAIN"}) {
+			t.Fatalf("got code %d mechanisms %q, want UNSUPPORTED_VERSION [PLAIN]", r.ErrorCode, r.SupportedMechanisms)
+		}
 		expectEOF(t, c)
 	})
 	t.Run("AuthenticateBeforeHandshake", func(t *testing.T) {

@@ -99,3 +99,27 @@ func (b *Broker) LogDirs() []string { return config.SplitList(b.cfg.LogDirs) }
 // QuotaSensors returns the measured rate and total throttle of every
 // client quota entity active recently.
 func (b *Broker) QuotaSensors() []quota.Throttled { return b.quotas.Sensors(time.Now()) }
+
+// ISRChanges returns how many times this broker, as leader, shrank and
+// expanded a partition's ISR since it started.
+func (b *Broker) ISRChanges() (shrinks, expands int64) {
+	return b.isrShrinks.Load(), b.isrExpands.Load()
+}
+
+// Elections returns the clean and unclean leader elections this broker
+// made as the cluster's controller.
+func (b *Broker) Elections() (clean, unclean int64) {
+	if b.cl == nil || b.cl.node == nil {
+		return 0, 0
+	}
+	return b.cl.node.Elections()
+}
+
+// StoreSession reports whether the broker holds its metadata-store
+// session and is not fenced (able to lead).
+func (b *Broker) StoreSession() (live, fenced bool) {
+	if b.cl == nil || b.cl.node == nil {
+		return false, false
+	}
+	return b.cl.node.SessionLive(), b.cl.node.Fenced()
+}

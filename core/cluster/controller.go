@@ -363,6 +363,12 @@ func logChange(n *Node, pr proposal) {
 	attrs := []any{"partition", pr.tp.String(), "leader", pr.to.Leader, "leader_epoch", pr.to.LeaderEpoch,
 		"isr", pr.to.ISR, "partition_epoch", pr.to.PartitionEpoch}
 	switch pr.kind {
+	case electClean:
+		n.elections.clean.Add(1)
+	case electUnclean:
+		n.elections.unclean.Add(1)
+	}
+	switch pr.kind {
 	case electUnclean:
 		n.log.Warn("cluster: unclean leader election: the new leader was not in the ISR; acknowledged records may be lost", attrs...)
 	case electOffline:

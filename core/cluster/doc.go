@@ -21,6 +21,8 @@
 //	    {"id":"<32 hex>","partitions":2,"configs":{...},"replicas":[[1,2,3],[2,3,1]]}
 //	/partitions/<name>/<p>    persistent
 //	    {"leader":1,"leader_epoch":4,"isr":[1,2,3],"partition_epoch":9,"adding":[],"removing":[]}
+//	/suspects/<id>            ephemeral (the suspecting broker's session)
+//	    {"by":2,"session":<the suspected registration's session>}
 //
 // A topic without "replicas" was written by a single-broker Vltava; the
 // controller gives it to itself (replicas [[self],...]) and writes the
@@ -32,15 +34,61 @@
 // with it; the session keeper renews it every TTL/3. A registration left
 // by another incarnation of the same ID (a process killed before its
 // session ended) makes Start wait, logging, until it expires: Kafka
-// refuses duplicate registrations the same way. If the store says the
-// session ended (a long pause, a store restart), the broker is fenced:
-// the controller has treated it as dead (new leaders elected, ISRs
-// shrunk), so the Node tells a FenceApplier to stop leading, registers
-// with a new session, waits until its view reaches the store's current
-// revision, and unfences. It is also fenced when it could not renew for a
-// whole TTL (the store will have expired it). Kafka's brokers learn of
-// their fencing only from the metadata they replay; this stronger rule
-// bounds the time a deposed leader accepts acks=1 writes that are lost.
+// refuses duplicate registrations the same way.
+//
+// The broker fences itself from its own clock, like a Kafka broker whose
+// heartbeat lease lapsed: the lease runs from the moment the last
+// successful grant or keep-alive was SENT, and once TTL minus a margin
+// (TTL/20, at least 100ms) has passed without another success the Node
+// tells a FenceApplier to stop leading, whatever the network does. Every
+// keep-alive carries a deadline (the next keep-alive's time, never past
+// the lease's end), so a quorum whose packets are silently dropped can
+// not hold the keeper. The store starts the session's deadline when the
+// keep-alive reaches it, after it was sent, and expires it only then
+// (its reaper, then the controller's election, come later still), so the
+// broker is fenced before the controller can have given its leaderships
+// to anyone else. A keep-alive that succeeds again (the session lived
+// on) unfences it once its view has caught up with the store's current
+// revision, so it acts on the controller's current decisions. If the
+// store says the session ended (a long pause, a store restart), the
+// broker stays fenced, registers with a new session, catches up, and
+// unfences. While fenced by a lapsed lease, the Applier is not told of
+// states that name the broker leader (it keeps following other leaders);
+// when that ends (a keep-alive succeeded, or the session expired and the
+// broker registers again) it is told every partition's current state. Kafka's brokers learn of their fencing from the metadata
+// they replay and from their lease; this rule bounds the time a deposed
+// leader accepts acks=1 writes that are lost.
+//
+// The store must honor context deadlines: the raft store bounds every
+// forwarded call, the plugin bridge carries deadlines over gRPC.
+//
+// # Ending a dead broker's session
+//
+// A process that died is visible at once: its listener refuses TCP
+// connections. The controller keeps one idle connection open to the
+// Kafka listener (the registered host:port) of every other registered
+// broker, and every other Node keeps one to the controller's broker. When
+// such a connection ends, or can not be opened, the watcher dials again.
+// On a refusal it asks the broker, through the quorum, whether it lives:
+// it writes /suspects/<id> naming the registration's session, and every
+// Node deletes a suspicion of its own current session as soon as its
+// view shows it (answerSuspicions). 500ms later it dials once more; if
+// that is refused too, one Txn, conditioned on the suspicion being
+// unanswered (same version) and the registration unchanged, deletes
+// /brokers/<id> and the suspicion; then it revokes the session (so
+// /controller goes too, if it was the controller's), logging why. The
+// controller's next pass elects the first live ISR member in the same
+// write that shrinks the ISR, so the partition never goes through
+// "offline" while an ISR member lives. A live broker is never ended this
+// way: a registered broker binds its listener before it registers and
+// closes it only once it is leaving, and should its listener refuse
+// anyway (a firewall's reset, a full accept queue with
+// tcp_abort_on_overflow), its answer fails the Txn and the watcher leaves
+// it to its session timeout. A hung process (SIGSTOP, a GC pause) or a
+// partition accepts connections into its backlog or times out, is never
+// refused, and only the session timeout declares it dead.
+// Config.NoDeadBrokerProbe turns the probe off (Kafka's behavior: the
+// session timeout alone); brokers still answer suspicions.
 //
 // # Controller election
 //
@@ -107,6 +155,16 @@
 // the Node lists again, compares with its view, and tells the Applier the
 // difference, so no change is missed.
 //
+// A watch can also stall without failing (a store node that stopped
+// receiving the log, a connection whose packets are dropped), so the
+// watcher checks its own liveness every TTL/3: it reads the store's
+// current revision (a linearizable List of /controller-epoch, no write)
+// and, when two checks in a row find the view short of the revision read
+// at the check before with no event in between, lists again and starts a
+// new watch. This assumes every key in
+// the store begins with "/" (all of Vltava's do): a key outside the
+// watched prefix would move the store's revision without an event.
+//
 // Topic records reach the broker through the optional TopicApplier: every
 // write of /topics/<name> (created, configs altered, partitions added,
 // replicas reassigned) — and, after a re-listing, every topic whose
@@ -120,9 +178,12 @@
 //
 // # Goroutines
 //
-// Start starts three, all stopped and waited for by Close: the session
+// Start starts five, all stopped and waited for by Close: the session
 // keeper, the watcher (plus one pump per watch stream, which the watcher
-// stops and waits for when the stream ends), and the controller
-// candidacy, which runs the controller loop while elected. Applier calls
+// stops and waits for when the stream ends), the controller candidacy,
+// which runs the controller loop while elected, the suspicion answerer,
+// and the peer watch (watchPeers, plus one goroutine per watched
+// registration, which it stops and waits for when the registration
+// leaves its set; not started with Config.NoDeadBrokerProbe). Applier calls
 // are serialized by Node.applyMu.
 package cluster

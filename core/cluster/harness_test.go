@@ -218,6 +218,9 @@ func (c *testCluster) config(id int32) Config {
 		NodeID: id, Host: "127.0.0.1", Port: 9000 + id,
 		SessionTTL: 600 * time.Millisecond,
 		Logger:     testLogger(),
+		// Nothing listens on these ports: tests that probe listeners
+		// give real ones and turn the probe back on.
+		NoDeadBrokerProbe: true,
 	}
 	if c.tune != nil {
 		c.tune(&cfg)
@@ -325,6 +328,7 @@ type flakyStore struct {
 	sdk.MetadataStore
 	noKeepAlive atomic.Bool
 	noWatch     atomic.Bool
+	stall       atomic.Bool // watch streams deliver nothing more, silently
 	mu          sync.Mutex
 	streams     []*flakyStream
 }
@@ -344,7 +348,7 @@ func (f *flakyStore) Watch(ctx context.Context, req *sdk.WatchRequest) (sdk.Watc
 	if err != nil {
 		return nil, err
 	}
-	fs := &flakyStream{WatchStream: s}
+	fs := &flakyStream{WatchStream: s, stall: &f.stall, closed: make(chan struct{})}
 	f.mu.Lock()
 	f.streams = append(f.streams, fs)
 	f.mu.Unlock()
@@ -365,7 +369,10 @@ func (f *flakyStore) breakWatches() {
 
 type flakyStream struct {
 	sdk.WatchStream
-	broken atomic.Bool
+	broken    atomic.Bool
+	stall     *atomic.Bool
+	closeOnce sync.Once
+	closed    chan struct{}
 }
 
 func (s *flakyStream) Recv() (*sdk.WatchEvent, error) {
@@ -373,5 +380,14 @@ func (s *flakyStream) Recv() (*sdk.WatchEvent, error) {
 	if s.broken.Load() {
 		return nil, sdk.ErrUnavailable
 	}
+	if s.stall.Load() {
+		<-s.closed // the event is lost; nothing fails
+		return nil, sdk.ErrClosed
+	}
 	return ev, err
+}
+
+func (s *flakyStream) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	return s.WatchStream.Close()
 }

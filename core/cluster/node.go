@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vltava/vltava/plugins/sdk"
@@ -45,6 +46,12 @@ type Config struct {
 	// CreateTopic (default.replication.factor, num.partitions; default 1).
 	DefaultReplicationFactor int16
 	DefaultPartitions        int32
+
+	// NoDeadBrokerProbe turns off ending a dead broker's session early
+	// (see doc.go): brokers are then declared dead by the session
+	// timeout alone, as in Kafka. Host:Port must be a listener this
+	// broker binds before Start and keeps until Close unless it is set.
+	NoDeadBrokerProbe bool
 
 	// ShutdownTimeout bounds ShutDown's wait for leaderships to move
 	// (default 30s).
@@ -109,11 +116,15 @@ type TopicApplier interface {
 }
 
 // FenceApplier is optionally implemented by an Applier. ApplyFenced(true)
-// says the broker's session is gone (expired, or not renewed for a whole
-// TTL): the controller moves or has moved its leaderships away, so it
-// must stop acting as a leader (answer NOT_LEADER_OR_FOLLOWER) until
-// ApplyFenced(false), which comes once it is registered again and its
-// view is current. Calls are serialized with the Applier's.
+// says the broker's lease lapsed (no successful keep-alive for the
+// session timeout minus a margin) or its session is gone: the controller
+// may move, or has moved, its leaderships away, so it must stop acting as
+// a leader (answer NOT_LEADER_OR_FOLLOWER) until ApplyFenced(false), which
+// comes once a keep-alive succeeds again (or it registered again) and its
+// view is current. While fenced by a lapsed lease, the Node makes no
+// ApplyPartition call that names this broker leader (others still come,
+// so it follows new leaders); when that ends it makes one for every
+// partition of the current view. Calls are serialized with the Applier's.
 type FenceApplier interface {
 	ApplyFenced(fenced bool)
 }
@@ -125,6 +136,10 @@ type FenceApplier interface {
 // the session keeper (keepSession), the watcher (watchLoop, with one
 // pump per watch stream), and the controller loop (runController).
 type Node struct {
+	// elections counts the leader elections this node made as controller
+	// (monitoring: Elections).
+	elections struct{ clean, unclean atomic.Int64 }
+
 	cfg         Config
 	store       sdk.MetadataStore
 	apply       Applier
@@ -141,11 +156,16 @@ type Node struct {
 	view          *view         // REQUIRES mu to swap; a published view is never modified
 	changed       chan struct{} // closed and replaced on every change; REQUIRES mu
 	session       sdk.SessionID // current session; 0 while unregistered
+	leaseFrom     time.Time     // when the last successful grant or keep-alive of session was sent
 	fenced        bool
+	withhold      bool  // the lease lapsed: withhold leaderships (see setWithhold)
 	shutdown      bool  // ShutDown or Close began: do not register again
 	controllerVer int64 // version of /controller while this Node is controller, else 0
 
-	kick chan struct{} // CheckSession: renew (or find the session gone) now
+	kick      chan struct{} // CheckSession: renew (or find the session gone) now
+	suspicion int64         // version of an unanswered /suspects/<self> for the current session, else 0
+
+	suspected chan struct{} // wakes answerSuspicions; buffered 1
 }
 
 // Start registers the broker, loads the cluster state (calling the
@@ -169,6 +189,7 @@ func Start(ctx context.Context, store sdk.MetadataStore, cfg Config, apply Appli
 		view:        newView(),
 		changed:     make(chan struct{}),
 		kick:        make(chan struct{}, 1),
+		suspected:   make(chan struct{}, 1),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.register(ctx); err != nil {
@@ -185,10 +206,15 @@ func Start(ctx context.Context, store sdk.MetadataStore, cfg Config, apply Appli
 		n.cancel()
 		return nil, err
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.keepSession(n.ctx)
 	go n.watchLoop(n.ctx, listed)
 	go n.runController(n.ctx)
+	go n.answerSuspicions(n.ctx)
+	if !cfg.NoDeadBrokerProbe {
+		n.wg.Add(1)
+		go n.watchPeers(n.ctx)
+	}
 	return n, nil
 }
 
@@ -265,8 +291,12 @@ func (n *Node) register(ctx context.Context) error {
 		}
 		// The session is granted only now, so it can not expire while
 		// waiting above.
-		var sess *sdk.GrantSessionResponse
+		var (
+			sess *sdk.GrantSessionResponse
+			sent time.Time // the lease runs from before the grant reached the store
+		)
 		err = n.retry(ctx, "grant a session", func() (err error) {
+			sent = time.Now()
 			sess, err = n.store.GrantSession(ctx, &sdk.GrantSessionRequest{TTL: n.cfg.SessionTTL})
 			return err
 		})
@@ -278,6 +308,7 @@ func (n *Node) register(ctx context.Context) error {
 		case err == nil:
 			n.mu.Lock()
 			n.session = sess.ID
+			n.leaseFrom = sent
 			n.signalLocked()
 			n.mu.Unlock()
 			n.log.Info("cluster: broker registered", "session", sess.ID, "ttl", sess.TTL)
@@ -294,82 +325,7 @@ func (n *Node) register(ctx context.Context) error {
 	}
 }
 
-// keepSession renews the session every TTL/3. When the store says the
-// session ended, the broker is fenced (see FenceApplier), registers
-// again with a new session, and is unfenced once its view is current.
-func (n *Node) keepSession(ctx context.Context) {
-	defer n.wg.Done()
-	interval := n.cfg.SessionTTL / 3
-	lastOK := time.Now()
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-n.kick:
-		}
-		t.Reset(interval)
-		n.mu.Lock()
-		sess, stop := n.session, n.shutdown
-		n.mu.Unlock()
-		if stop || sess == 0 {
-			continue
-		}
-		_, err := n.store.KeepAlive(ctx, &sdk.KeepAliveRequest{ID: sess})
-		switch {
-		case err == nil:
-			lastOK = time.Now()
-			n.setFenced(false)
-		case errors.Is(err, sdk.ErrSessionExpired):
-			n.mu.Lock()
-			stop = n.shutdown
-			n.session = 0
-			n.signalLocked()
-			n.mu.Unlock()
-			if stop {
-				continue
-			}
-			n.log.Warn("cluster: session expired; the broker is fenced until it registers again", "session", sess)
-			n.setFenced(true)
-			for b := newBackoff(); ; {
-				err := n.register(ctx)
-				if err == nil {
-					break
-				}
-				if ctx.Err() != nil {
-					return
-				}
-				n.log.Error("cluster: register again", "err", err)
-				b.wait(ctx)
-			}
-			lastOK = time.Now()
-			n.catchUp(ctx)
-			n.setFenced(false)
-		case ctx.Err() != nil:
-			return
-		default:
-			if time.Since(lastOK) > n.cfg.SessionTTL {
-				n.log.Warn("cluster: session not renewed for a whole TTL; the broker is fenced", "err", err)
-				n.setFenced(true)
-			}
-			t.Reset(min(interval, 200*time.Millisecond))
-		}
-	}
-}
-
-// catchUp waits until the view has caught up with the store's current
-// revision, so a re-registered broker sees what happened while it was
-// fenced before it acts again.
-func (n *Node) catchUp(ctx context.Context) {
-	resp, err := n.store.Txn(ctx, &sdk.TxnRequest{})
-	if err != nil {
-		return
-	}
-	n.waitView(ctx, func(v *view) bool { return v.rev >= resp.Revision })
-}
-
+// setFenced tells the FenceApplier.
 func (n *Node) setFenced(f bool) {
 	n.mu.Lock()
 	was := n.fenced
@@ -383,6 +339,31 @@ func (n *Node) setFenced(f bool) {
 		fa.ApplyFenced(f)
 		n.applyMu.Unlock()
 	}
+}
+
+// setWithhold starts or ends withholding: while the lease has lapsed
+// (the session may still live in the store, but the controller may give
+// this broker's leaderships away at any moment), deliver makes no
+// ApplyPartition call that names this broker leader, so a view change
+// can not make a fenced broker lead. Ending it re-applies every
+// partition of the current view, so nothing withheld is lost.
+func (n *Node) setWithhold(w bool) {
+	n.mu.Lock()
+	was := n.withhold
+	n.withhold = w
+	n.mu.Unlock()
+	if was == w || w || n.apply == nil {
+		return
+	}
+	n.applyMu.Lock()
+	defer n.applyMu.Unlock()
+	v := n.snapshot()
+	tps := make([]TopicPartition, 0, len(v.parts))
+	for tp := range v.parts {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, comparePartitions)
+	n.applyPartitionsLocked(v, tps)
 }
 
 // revoke ends the session, deleting the registration and any
@@ -449,6 +430,20 @@ func (n *Node) IsController() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.controllerVer != 0 && n.view.controller.version == n.controllerVer
+}
+
+// Elections returns how many clean and unclean leader elections this node
+// made while it was the controller.
+func (n *Node) Elections() (clean, unclean int64) {
+	return n.elections.clean.Load(), n.elections.unclean.Load()
+}
+
+// SessionLive reports whether the node holds a metadata-store session (it
+// registered and the session has not ended), for monitoring.
+func (n *Node) SessionLive() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.session != 0
 }
 
 // Fenced reports whether the broker's session is gone (see FenceApplier).

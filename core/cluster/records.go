@@ -16,9 +16,14 @@ const (
 	partitionsPrefix   = "/partitions/"
 	controllerKey      = "/controller"
 	controllerEpochKey = "/controller-epoch"
+	suspectsPrefix     = "/suspects/"
 )
 
 func brokerKey(id int32) string { return brokersPrefix + strconv.Itoa(int(id)) }
+
+// suspectKey is where a Node asks broker id to prove it is alive (see
+// peers.go).
+func suspectKey(id int32) string { return suspectsPrefix + strconv.Itoa(int(id)) }
 
 func topicKey(name string) string { return topicsPrefix + name }
 

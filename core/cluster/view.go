@@ -13,8 +13,9 @@ import (
 // broker that went away and came back between two looks has a new one.
 type brokerEntry struct {
 	info       BrokerInfo
-	version    int64 // of the key's last write
-	registered int64 // revision of the put that created the key
+	version    int64         // of the key's last write
+	registered int64         // revision of the put that created the key
+	session    sdk.SessionID // the registration's session
 }
 
 // controllerEntry is /controller as seen; version 0 means absent.
@@ -165,7 +166,7 @@ func (v *view) applyEvent(ev *sdk.WatchEvent, c *change) error {
 		if !existed {
 			e.registered = ev.Revision
 		}
-		e.info, e.version = info, ev.Version
+		e.info, e.version, e.session = info, ev.Version, ev.Session
 		v.brokers[id] = e
 	case strings.HasPrefix(ev.Key, topicsPrefix):
 		return v.applyTopic(ev, c)

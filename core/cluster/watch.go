@@ -44,7 +44,7 @@ func (n *Node) load(ctx context.Context, old *view) (*view, []int64, error) {
 			if kv.Key == controllerEpochKey {
 				continue
 			}
-			ev := &sdk.WatchEvent{Type: sdk.EventPut, Key: kv.Key, Value: kv.Value, Version: kv.Version, Revision: kv.Version}
+			ev := &sdk.WatchEvent{Type: sdk.EventPut, Key: kv.Key, Value: kv.Value, Version: kv.Version, Session: kv.Session, Revision: kv.Version}
 			if err := v.applyEvent(ev, &change{}); err != nil {
 				n.log.Error("cluster: ignoring an undecodable key", "key", kv.Key, "err", err)
 			}
@@ -104,11 +104,23 @@ func (n *Node) deliver(v *view, c change) {
 			}
 		}
 	}
+	n.mu.Lock()
+	withhold := n.withhold
+	n.mu.Unlock()
 	tps := make([]TopicPartition, 0, len(c.partitions))
 	for tp := range c.partitions {
+		if withhold && v.parts[tp].Leader == n.cfg.NodeID {
+			continue // setWithhold(false) re-applies every partition
+		}
 		tps = append(tps, tp)
 	}
 	slices.SortFunc(tps, comparePartitions)
+	n.applyPartitionsLocked(v, tps)
+}
+
+// applyPartitionsLocked makes the ApplyPartition calls for tps against
+// v. REQUIRES n.applyMu.
+func (n *Node) applyPartitionsLocked(v *view, tps []TopicPartition) {
 	for _, tp := range tps {
 		t, ok := v.topics[tp.Topic]
 		st, has := v.parts[tp]
@@ -181,6 +193,9 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 		stream.Close()
 		<-done
 	}()
+	check := time.NewTicker(n.cfg.SessionTTL / 3)
+	defer check.Stop()
+	var live watchLiveness
 	var pending *recvResult
 	for {
 		var first recvResult
@@ -189,10 +204,16 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 		} else {
 			select {
 			case first = <-ch:
+			case <-check.C:
+				if err := n.checkWatch(ctx, &live); err != nil {
+					return err
+				}
+				continue
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 		}
+		live.progress = true
 		if first.err != nil {
 			return first.err
 		}
@@ -214,13 +235,63 @@ func (n *Node) watchFrom(ctx context.Context, listed []int64) error {
 	}
 }
 
+// watchLiveness is what checkWatch remembers between checks.
+type watchLiveness struct {
+	want     int64 // the store's revision at the previous check (0: unknown)
+	progress bool  // an event arrived since the previous check
+	strikes  int   // consecutive checks that found the view behind want with no event
+}
+
+// checkWatch gives the watch its own liveness: a stream can stall
+// without failing (a store whose node stopped receiving the log, a
+// connection whose packets are dropped). Every check reads the store's
+// current revision; when two checks in a row find the view still short of
+// the revision read at the check before and no event arrived in between,
+// the stream is declared stalled and the watcher lists again. (One such
+// check is not enough: a process resumed after a pause runs a check
+// before its stream has delivered what queued up meanwhile.)
+func (n *Node) checkWatch(ctx context.Context, l *watchLiveness) error {
+	if rev := n.snapshot().rev; l.want > 0 && rev < l.want && !l.progress {
+		l.strikes++
+		if l.strikes >= 2 {
+			return fmt.Errorf("cluster: metadata watch stalled: the view is at revision %d, the store was at %d", rev, l.want)
+		}
+	} else {
+		l.strikes = 0
+	}
+	l.progress = false
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTTL/3)
+	defer cancel()
+	rev, err := n.storeRevision(rctx)
+	if err != nil {
+		l.want = 0
+		return nil
+	}
+	l.want = rev
+	return nil
+}
+
+// storeRevision reads the store's current revision linearizably, without
+// writing: a listing of the one key /controller-epoch.
+func (n *Node) storeRevision(ctx context.Context) (int64, error) {
+	resp, err := n.store.List(ctx, &sdk.ListRequest{Prefix: controllerEpochKey})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Revision, nil
+}
+
 // applyBatch folds the events of one revision into a copy of the view.
 func (n *Node) applyBatch(batch []*sdk.WatchEvent, listed []int64) {
 	n.mu.Lock()
 	v := n.view.clone()
 	n.mu.Unlock()
 	var c change
+	self := suspectKey(n.cfg.NodeID)
 	for _, ev := range batch {
+		if ev.Key == self {
+			n.noteSuspicion(ev)
+		}
 		i := prefixIndex(ev.Key)
 		if i < 0 || ev.Key == controllerEpochKey || ev.Revision <= listed[i] {
 			v.rev = max(v.rev, ev.Revision)

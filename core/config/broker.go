@@ -114,6 +114,13 @@ type Broker struct {
 	// file, whose path defaults to <log.dirs>/meta/local.db).
 	MetadataStore       string         `mapstructure:"metadata.store"`
 	MetadataStoreConfig map[string]any `mapstructure:"metadata.store.config"`
+	// ZookeeperConnect is Kafka's zookeeper.connect, "h:p,h:p/chroot": the
+	// ensemble of metadata.store zookeeper (its config key "connect").
+	// ZookeeperSessionTimeoutMs is its session timeout; 0 takes
+	// broker.session.timeout.ms, so a dead broker is seen as soon as
+	// with the other stores.
+	ZookeeperConnect          string `mapstructure:"zookeeper.connect"`
+	ZookeeperSessionTimeoutMs int64  `mapstructure:"zookeeper.session.timeout.ms"`
 	// GroupConsumerAssignorConfig maps a group.consumer.assignors entry to
 	// its plugin's config.
 	GroupConsumerAssignorConfig map[string]map[string]any `mapstructure:"group.consumer.assignor.config"`

@@ -96,6 +96,9 @@ type Config struct {
 	Listener string
 	// Logger receives connection errors; nil means slog.Default().
 	Logger *slog.Logger
+	// ConnFilter, when set, admits or refuses each accepted connection
+	// before any byte of it is read (see filter.go).
+	ConnFilter ConnFilterFunc
 }
 
 // DefaultStalledFrameTimeout is the default StalledFrameTimeout: Kafka
@@ -268,7 +271,9 @@ func (s *Server) startConn(nc net.Conn) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		c.serve()
+		if c.admit() {
+			c.serve()
+		}
 		if cc, ok := s.h.(ConnCloser); ok {
 			cc.ConnClosed(c.info)
 		}

@@ -15,7 +15,11 @@ import (
 // controller, and every partition a live leader, within seconds (the
 // broker session timeout is 2s here; the wait is bounded at 30s).
 func TestReplicationControllerKill9(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, false, testReplicationControllerKill9)
+}
+
+func testReplicationControllerKill9(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic = "ctrl"
 	createReplicated(t, c, topic, 3, 3, nil)
 	adm := clusterAdmin(t, c)
@@ -59,7 +63,11 @@ func TestReplicationControllerKill9(t *testing.T) {
 // TestReplicationGroupCoordinatorFailover: a consumer group keeps
 // consuming while the broker leading its coordinator partition is killed.
 func TestReplicationGroupCoordinatorFailover(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, false, testReplicationGroupCoordinatorFailover)
+}
+
+func testReplicationGroupCoordinatorFailover(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic, group = "grouped", "failover-group"
 	createReplicated(t, c, topic, 1, 3, nil)
 	all := producer(t, c, kgo.AllISRAcks())

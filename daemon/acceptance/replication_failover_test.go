@@ -114,9 +114,14 @@ func checkAcked(t *testing.T, log *ackLog, got map[int64]string) {
 
 // TestReplicationLeaderKill9 kills the partition leader with SIGKILL five
 // times while an idempotent acks=all producer writes; every acknowledged
-// value must be read back once, in order.
+// value must be read back once, in order. It runs on every metadata
+// store: the brokers' raft quorum, ZooKeeper and etcd.
 func TestReplicationLeaderKill9(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, true, testLeaderKill9)
+}
+
+func testLeaderKill9(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic = "kill9"
 	createReplicated(t, c, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	log := &ackLog{acked: map[string]int64{}}
@@ -125,6 +130,9 @@ func TestReplicationLeaderKill9(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); produceLoop(ctx, t, c, topic, log) }()
 	kills := 5
+	if store != "raft" && !storeMatrix() {
+		kills = 2 // keeps the default run short; VLTAVA_STORE_MATRIX=1 runs five
+	}
 	if longRun() {
 		kills = 25
 	}

@@ -55,7 +55,11 @@ func producer(t *testing.T, c *daemontest.Cluster, acks kgo.Acks, opts ...kgo.Op
 // acks=all write fails with NOT_ENOUGH_REPLICAS and never appears, while
 // acks=1 succeeds.
 func TestReplicationNotEnoughReplicas(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, false, testReplicationNotEnoughReplicas)
+}
+
+func testReplicationNotEnoughReplicas(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic = "min-isr"
 	createReplicated(t, c, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	all := producer(t, c, kgo.AllISRAcks())
@@ -112,7 +116,11 @@ func sortedKeys(m map[int64]string) []int64 {
 // after replica.lag.time.max.ms while acks=all writes go on, and rejoins
 // after SIGCONT.
 func TestReplicationPausedFollower(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, false, testReplicationPausedFollower)
+}
+
+func testReplicationPausedFollower(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic = "paused"
 	createReplicated(t, c, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	leader := waitLeader(t, c, topic, 0, 0)
@@ -208,7 +216,11 @@ func stopAllAndCompare(t *testing.T, c *daemontest.Cluster, topic string, replic
 // a follower restarts and the leader dies right after; the logs must end
 // identical, and every acknowledged write must survive.
 func TestReplicationKIP101RestartThenLeaderDies(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, false, testReplicationKIP101RestartThenLeaderDies)
+}
+
+func testReplicationKIP101RestartThenLeaderDies(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic = "kip101a"
 	createReplicated(t, c, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	all := producer(t, c, kgo.AllISRAcks())
@@ -246,7 +258,11 @@ func TestReplicationKIP101RestartThenLeaderDies(t *testing.T) {
 // took writes, the logs must end identical (the former leader truncates
 // to where the epochs diverge, not to its high watermark).
 func TestReplicationKIP101LostTail(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	forEachStore(t, false, testReplicationKIP101LostTail)
+}
+
+func testReplicationKIP101LostTail(t *testing.T, store string) {
+	c := startStoreCluster(t, store, 3, nil)
 	const topic = "kip101b"
 	createReplicated(t, c, topic, 1, 2, map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
 	all := producer(t, c, kgo.AllISRAcks())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vltava/vltava/core/broker"
 	"github.com/vltava/vltava/core/clients"
+	"github.com/vltava/vltava/daemon/inspect"
 )
 
 // ParseAPIVersion parses "Produce:3" or "0:3" into an API key and version.
@@ -41,7 +42,7 @@ func (c *Console) usage() []clients.Usage {
 	return c.opts.Broker.Clients()
 }
 
-func (c *Console) clients(w http.ResponseWriter, r *http.Request) {
+func (c *Console) clients(w http.ResponseWriter, r *http.Request, _ *inspect.Inspector) {
 	type view struct {
 		Usage      []clients.Usage
 		IfRemoved  string
@@ -66,7 +67,7 @@ func (c *Console) clients(w http.ResponseWriter, r *http.Request) {
 }
 
 // clientsJSON serves the usage for `vltava clients`, with API names.
-func (c *Console) clientsJSON(w http.ResponseWriter, r *http.Request) {
+func (c *Console) clientsJSON(w http.ResponseWriter, r *http.Request, _ *inspect.Inspector) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -41,6 +41,12 @@ type Options struct {
 	// Store names the metadata store plugin; StoreUp reports its health.
 	Store   string
 	StoreUp func() bool
+	// Login, when set, makes the console ask for credentials (HTTP Basic)
+	// and read the cluster as that principal: it returns an inspector
+	// that authenticates to the broker with them, or an error when the
+	// broker refuses them. The broker's authorization then decides what
+	// the pages show. Nil: no login, every page reads through Inspector.
+	Login func(ctx context.Context, user, password string) (*inspect.Inspector, error)
 	// Plugins lists the plugin processes (nil: none).
 	Plugins func() []Plugin
 	Logger  *slog.Logger
@@ -53,6 +59,8 @@ type Console struct {
 	opts  Options
 	pages map[string]*template.Template
 	hist  *inspect.LagHistory
+
+	sessions sessions // logged-in principals' inspectors (auth.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -108,25 +116,27 @@ func (c *Console) sample() {
 	}
 }
 
-// Close stops the sampler and waits for it.
+// Close stops the sampler, waits for it, and closes the logged-in
+// principals' clients.
 func (c *Console) Close() {
 	c.once.Do(func() { close(c.stop) })
 	c.wg.Wait()
+	c.sessions.closeAll()
 }
 
 // Register adds the console's routes to mux.
 func (c *Console) Register(mux *http.ServeMux) {
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
-	mux.HandleFunc("GET /ui/{$}", c.cluster)
-	mux.HandleFunc("GET /ui/topics", c.topics)
-	mux.HandleFunc("GET /ui/topics/{name}", c.topic)
-	mux.HandleFunc("GET /ui/topics/{name}/records", c.records)
-	mux.HandleFunc("GET /ui/groups", c.groups)
-	mux.HandleFunc("GET /ui/groups/{name}", c.group)
-	mux.HandleFunc("GET /ui/plugins", c.plugins)
-	mux.HandleFunc("GET /ui/clients", c.clients)
-	mux.HandleFunc("GET /api/clients", c.clientsJSON)
+	mux.HandleFunc("GET /ui/{$}", c.auth(c.cluster))
+	mux.HandleFunc("GET /ui/topics", c.auth(c.topics))
+	mux.HandleFunc("GET /ui/topics/{name}", c.auth(c.topic))
+	mux.HandleFunc("GET /ui/topics/{name}/records", c.auth(c.records))
+	mux.HandleFunc("GET /ui/groups", c.auth(c.groups))
+	mux.HandleFunc("GET /ui/groups/{name}", c.auth(c.group))
+	mux.HandleFunc("GET /ui/plugins", c.auth(c.plugins))
+	mux.HandleFunc("GET /ui/clients", c.auth(c.clients))
+	mux.HandleFunc("GET /api/clients", c.auth(c.clientsJSON))
 	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusFound) })
 }
 
@@ -166,10 +176,10 @@ func reqCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), requestTimeout)
 }
 
-func (c *Console) cluster(w http.ResponseWriter, r *http.Request) {
+func (c *Console) cluster(w http.ResponseWriter, r *http.Request, in *inspect.Inspector) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	cl, _, err := c.opts.Inspector.Overview(ctx)
+	cl, _, err := in.Overview(ctx)
 	type view struct {
 		C                 inspect.Cluster
 		Up                int
@@ -194,18 +204,18 @@ func (c *Console) cluster(w http.ResponseWriter, r *http.Request) {
 	c.render(w, "cluster", "Cluster", v, err)
 }
 
-func (c *Console) topics(w http.ResponseWriter, r *http.Request) {
+func (c *Console) topics(w http.ResponseWriter, r *http.Request, in *inspect.Inspector) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	_, ts, err := c.opts.Inspector.Overview(ctx)
+	_, ts, err := in.Overview(ctx)
 	c.render(w, "topics", "Topics", ts, err)
 }
 
-func (c *Console) topic(w http.ResponseWriter, r *http.Request) {
+func (c *Console) topic(w http.ResponseWriter, r *http.Request, in *inspect.Inspector) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	name := r.PathValue("name")
-	td, ok, err := c.opts.Inspector.Topic(ctx, name)
+	td, ok, err := in.Topic(ctx, name)
 	if err == nil && !ok {
 		w.WriteHeader(http.StatusNotFound)
 		err = fmt.Errorf("topic %q does not exist", name)
@@ -213,7 +223,7 @@ func (c *Console) topic(w http.ResponseWriter, r *http.Request) {
 	c.render(w, "topic", "Topic "+name, td, err)
 }
 
-func (c *Console) records(w http.ResponseWriter, r *http.Request) {
+func (c *Console) records(w http.ResponseWriter, r *http.Request, in *inspect.Inspector) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	name := r.PathValue("name")
@@ -229,7 +239,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 		Next       int64
 	}
 	v := view{Topic: name, Offset: -1, N: 20, Time: r.FormValue("time")}
-	td, ok, err := c.opts.Inspector.Topic(ctx, name)
+	td, ok, err := in.Topic(ctx, name)
 	if err != nil || !ok {
 		if err == nil {
 			w.WriteHeader(http.StatusNotFound)
@@ -264,7 +274,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	recs, err := c.opts.Inspector.Records(ctx, name, v.Partition, start, ts, v.N)
+	recs, err := in.Records(ctx, name, v.Partition, start, ts, v.N)
 	if errors.Is(err, inspect.ErrNoRecords) {
 		v.Empty, err = true, nil
 	}
@@ -287,18 +297,18 @@ func parseTime(s string) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
-func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
+func (c *Console) groups(w http.ResponseWriter, r *http.Request, in *inspect.Inspector) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	gs, err := c.opts.Inspector.Groups(ctx)
+	gs, err := in.Groups(ctx)
 	c.render(w, "groups", "Groups", gs, err)
 }
 
-func (c *Console) group(w http.ResponseWriter, r *http.Request) {
+func (c *Console) group(w http.ResponseWriter, r *http.Request, in *inspect.Inspector) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	name := r.PathValue("name")
-	g, ok, err := c.opts.Inspector.Group(ctx, name)
+	g, ok, err := in.Group(ctx, name)
 	if err == nil && !ok {
 		w.WriteHeader(http.StatusNotFound)
 		err = fmt.Errorf("group %q does not exist", name)
@@ -311,7 +321,7 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 	c.render(w, "group", "Group "+name, view{G: g, Chart: lagChart(c.hist.Of(name)), Every: c.opts.SampleEvery}, err)
 }
 
-func (c *Console) plugins(w http.ResponseWriter, r *http.Request) {
+func (c *Console) plugins(w http.ResponseWriter, r *http.Request, _ *inspect.Inspector) {
 	var ps []Plugin
 	if c.opts.Plugins != nil {
 		ps = c.opts.Plugins()

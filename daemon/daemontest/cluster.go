@@ -49,6 +49,10 @@ type ClusterOptions struct {
 	// Metrics gives every process a metrics listener (/metrics, /ui/) on
 	// a port of its own (Proc.MetricsAddr); without it none has one.
 	Metrics bool
+	// ExternalStore leaves out --quorum-listen and --quorum-voters: the
+	// brokers share a metadata store outside the cluster (ZooKeeper,
+	// etcd), which args configure. It excludes Controllers.
+	ExternalStore bool
 }
 
 // StartClusterWith starts the cluster o describes, every process at once,
@@ -62,6 +66,9 @@ func StartClusterWith(t testing.TB, bin string, o ClusterOptions, args ...string
 		if flagValue(args, f) != "" {
 			t.Fatalf("daemontest.StartCluster sets --%s itself; drop it from %q", f, args)
 		}
+	}
+	if o.ExternalStore && (o.Controllers > 0 || o.NonVoterBrokers) {
+		t.Fatal("daemontest.StartClusterWith: an external store has no controllers or non-voters")
 	}
 	if o.NonVoterBrokers && o.Controllers == 0 {
 		t.Fatal("daemontest.StartClusterWith: non-voter brokers need controllers")
@@ -81,10 +88,13 @@ func StartClusterWith(t testing.TB, bin string, o ClusterOptions, args ...string
 		p := &Proc{bin: bin, dataDir: t.TempDir(), nodeID: int32(i + 1)}
 		p.logPath = filepath.Join(t.TempDir(), fmt.Sprintf("vltavad-%d.log", i+1))
 		common := []string{"--node-id", strconv.Itoa(i + 1), "--data-dir", p.dataDir,
-			"--quorum-listen", quorum[i], "--quorum-voters", c.voters, "--metrics-listen="}
+			"--metrics-listen="}
+		if !o.ExternalStore {
+			common = append(common, "--quorum-listen", quorum[i], "--quorum-voters", c.voters)
+		}
 		if o.Metrics {
 			p.metricsAddr = FreePort(t)
-			common[len(common)-1] += p.metricsAddr
+			common[4] += p.metricsAddr
 		}
 		switch {
 		case i >= o.Brokers: // ready when its quorum port accepts

@@ -62,6 +62,16 @@ var (
 		"Record bytes sent to consumers from the topic's partitions led here.", []string{"topic"}, nil)
 	topicReplBytesOut = prometheus.NewDesc("vltava_topic_replication_bytes_out_total",
 		"Record bytes sent to followers from the topic's partitions led here.", []string{"topic"}, nil)
+	isrShrinks = prometheus.NewDesc("vltava_isr_shrinks_total",
+		"ISR shrinks this broker committed as a partition's leader.", nil, nil)
+	isrExpands = prometheus.NewDesc("vltava_isr_expands_total",
+		"ISR expansions this broker committed as a partition's leader.", nil, nil)
+	elections = prometheus.NewDesc("vltava_leader_elections_total",
+		"Leader elections this broker made as controller, by kind: clean (from the ISR) or unclean (possible data loss).", []string{"kind"}, nil)
+	storeSession = prometheus.NewDesc("vltava_metadata_store_session_up",
+		"1 while the broker holds its metadata-store session.", nil, nil)
+	fencedDesc = prometheus.NewDesc("vltava_broker_fenced",
+		"1 while the broker is fenced (no successful keep-alive within the session timeout, or its session ended): it leads nothing.", nil, nil)
 	quotaRate = prometheus.NewDesc("vltava_quota_rate",
 		"Measured rate of a client quota entity (bytes/s, or percent for request_percentage).", []string{"kind", "user", "client_id"}, nil)
 	quotaThrottle = prometheus.NewDesc("vltava_quota_throttle_seconds_total",
@@ -118,7 +128,7 @@ func (c *BrokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{brokerInfo, controllerActive, connections, connectionsAccepted,
 		sendfileBytes, copiedBytes, partitionsLed, partitionReplicas, underReplicated, underMinISR, offline,
 		logSize, logSegments, logStart, logEnd, highWatermark, dirCapacity, dirFree,
-		topicBytesIn, topicRecordsIn, topicBytesOut, topicReplBytesOut, quotaRate, quotaThrottle,
+		topicBytesIn, topicRecordsIn, topicBytesOut, topicReplBytesOut, quotaRate, quotaThrottle, isrShrinks, isrExpands, elections, storeSession, fencedDesc,
 		groupLag, groupLagTotal, groupMembers} {
 		ch <- d
 	}
@@ -139,6 +149,15 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(brokerInfo, 1, strconv.Itoa(int(b.NodeID())))
 	controller := b.IsController()
 	gauge(controllerActive, boolValue(controller))
+	clean, unclean := b.Elections()
+	ch <- prometheus.MustNewConstMetric(elections, prometheus.CounterValue, float64(clean), "clean")
+	ch <- prometheus.MustNewConstMetric(elections, prometheus.CounterValue, float64(unclean), "unclean")
+	live, fenced := b.StoreSession()
+	gauge(storeSession, boolValue(live))
+	gauge(fencedDesc, boolValue(fenced))
+	shrinks, expands := b.ISRChanges()
+	counter(isrShrinks, float64(shrinks))
+	counter(isrExpands, float64(expands))
 	st := b.Stats()
 	gauge(connections, float64(st.Conns))
 	counter(connectionsAccepted, float64(st.Accepted))

@@ -192,6 +192,15 @@ func TestScrapeRealBroker(t *testing.T) {
 	if v, ok := value(fams, "vltava_quota_rate", map[string]string{"kind": "producer_byte_rate", "client_id": "metered-app"}); !ok || v <= 0 {
 		t.Errorf("vltava_quota_rate{metered-app} = %v, %v; series: %v", v, ok, labelsOf(fams, "vltava_quota_rate"))
 	}
+	if v, ok := value(fams, "vltava_metadata_store_session_up", nil); !ok || v != 1 {
+		t.Errorf("vltava_metadata_store_session_up = %v, %v", v, ok)
+	}
+	if v, ok := value(fams, "vltava_broker_fenced", nil); !ok || v != 0 {
+		t.Errorf("vltava_broker_fenced = %v, %v", v, ok)
+	}
+	if _, ok := value(fams, "vltava_leader_elections_total", map[string]string{"kind": "unclean"}); !ok {
+		t.Error("no vltava_leader_elections_total{kind=unclean} series")
+	}
 	if v, ok := value(fams, "vltava_controller_active", nil); !ok || v != 1 {
 		t.Errorf("vltava_controller_active = %v, %v; a single broker is its own controller", v, ok)
 	}

@@ -10,6 +10,9 @@ import (
 
 	rangeassignor "github.com/vltava/vltava/plugins/assignor/range"
 	"github.com/vltava/vltava/plugins/assignor/roundrobin"
+	"github.com/vltava/vltava/plugins/authn/ip"
+	"github.com/vltava/vltava/plugins/authn/kerberos"
+	"github.com/vltava/vltava/plugins/authn/simple"
 	"github.com/vltava/vltava/plugins/sdk/serve"
 )
 
@@ -24,9 +27,17 @@ type Plugin struct {
 // Serve serves the plugin; it blocks and exits the process.
 func (p Plugin) Serve() { p.serve() }
 
-// table lists the built-ins. The authenticator slot ("simple") arrives
-// with the security issue.
+// table lists the built-ins.
 var table = []Plugin{
+	{serve.KindAuthenticator, "kerberos", "SASL GSSAPI (Kerberos V5) with a service keytab (config: keytab, principal, sasl.kerberos.service.name, sasl.kerberos.principal.to.local.rules, max.clock.skew)",
+		func() { serve.Authenticator(kerberos.New()) }},
+	{serve.KindAuthenticator, "ip", "CIDR allow/deny rules on the client address, applied when a connection is accepted (config: rules, default, listeners)",
+		func() { serve.Authenticator(&ip.Authenticator{}) }},
+	{serve.KindAuthenticator, "simple", "SASL PLAIN and SCRAM-SHA-256/512 against SCRAM credentials in the metadata store (config: mechanisms)",
+		func() {
+			a, _ := simple.New(nil)
+			serve.Authenticator(a)
+		}},
 	{serve.KindAssignor, "uniform", "spread partitions evenly (Kafka's default server-side assignor)",
 		func() { serve.Assignor(roundrobin.Uniform{}) }},
 	{serve.KindAssignor, "range", "Kafka's RangeAssignor: contiguous ranges per topic",
@@ -37,6 +48,10 @@ var table = []Plugin{
 		func() { serve.MetadataStore(&LocalStore{}) }},
 	{serve.KindMetadataStore, "raft", "replicated store: a raft quorum among the brokers (config: node.id, data.dir, voters, quorum.listen, non.voter)",
 		func() { serve.MetadataStore(&RaftStore{}) }},
+	{serve.KindMetadataStore, "zookeeper", "store in a ZooKeeper ensemble (config: connect = zookeeper.connect h:p,h:p/chroot, session.timeout, auth.digest, tls.*)",
+		func() { serve.MetadataStore(NewZooKeeperStore()) }},
+	{serve.KindMetadataStore, "etcd", "store in an etcd cluster (config: endpoints h:p,h:p, prefix, username, password, tls.*)",
+		func() { serve.MetadataStore(NewEtcdStore()) }},
 }
 
 // All lists the built-in plugins, sorted by kind and name.

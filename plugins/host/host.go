@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vltava/vltava/plugins/sdk"
 	"github.com/vltava/vltava/plugins/sdk/serve"
 )
 
@@ -25,6 +26,11 @@ type Spec struct {
 	Args []string
 	// Config is the plugin's free-form config map, sent in Configure.
 	Config map[string]any
+	// Store is the broker's metadata store, lent to an authenticator
+	// that implements sdk.StoreReader as a read-only view of
+	// sdk.SecurityPrefix (see plugins/sdk/serve). Nil lends a view whose
+	// calls fail with sdk.ErrUnavailable. Ignored for other kinds.
+	Store sdk.MetadataStore
 }
 
 func (s Spec) name() string {

@@ -36,6 +36,7 @@ type Plugin struct {
 	mu     sync.Mutex
 	client *plugin.Client   // current process; nil while down
 	conn   *grpc.ClientConn // its connection
+	unlend func()           // stops lending the store to it (authenticators)
 	upAt   time.Time        // when the current process came up
 
 	stopCh chan struct{}
@@ -122,7 +123,7 @@ func (p *Plugin) firstStart(ctx context.Context) error {
 	case serve.KindAssignor:
 		p.assignor = serve.NewAssignorClient(info.Name, p)
 	case serve.KindAuthenticator:
-		p.authenticator = serve.NewAuthenticatorClient(p)
+		p.authenticator = serve.NewAuthenticatorClient(p, info.ConnFilter)
 	case serve.KindMetadataStore:
 		p.store = serve.NewMetadataStoreClient(p, info.Compactor)
 	}
@@ -167,7 +168,21 @@ func (p *Plugin) start(ctx context.Context) (serve.Info, error) {
 	if err != nil {
 		return fail(p.errorf("%w", err))
 	}
-	conn := raw.(*grpc.ClientConn)
+	d := raw.(*serve.Dispensed)
+	conn := d.Conn
+	var unlend func()
+	if p.spec.Kind == serve.KindAuthenticator && !p.probe {
+		if unlend, err = serve.ServeStore(d, p.spec.Store); err != nil {
+			return fail(p.errorf("%w", err))
+		}
+	}
+	fail = func(err error) (serve.Info, error) {
+		client.Kill()
+		if unlend != nil {
+			unlend()
+		}
+		return serve.Info{}, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, opts.CallTimeout)
 	defer cancel()
 	info, err := serve.ReadInfo(cctx, conn)
@@ -185,7 +200,7 @@ func (p *Plugin) start(ctx context.Context) (serve.Info, error) {
 		return fail(p.errorf("%w", err))
 	}
 	p.mu.Lock()
-	p.client, p.conn, p.upAt = client, conn, time.Now()
+	p.client, p.conn, p.upAt, p.unlend = client, conn, time.Now(), unlend
 	p.mu.Unlock()
 	p.host.opts.Logger.Debug("host: plugin started", "plugin", p.spec.name(), "kind", p.spec.Kind,
 		"path", p.spec.Path, "version", info.Version, "pid", p.Pid())
@@ -240,11 +255,14 @@ const killGrace = 5 * time.Second
 // the graceful shutdown: the process is SIGKILLed first.
 func (p *Plugin) takeDown(hung bool) {
 	p.mu.Lock()
-	client := p.client
-	p.client, p.conn = nil, nil
+	client, unlend := p.client, p.unlend
+	p.client, p.conn, p.unlend = nil, nil, nil
 	p.mu.Unlock()
 	if client == nil {
 		return
+	}
+	if unlend != nil {
+		defer unlend()
 	}
 	var proc *os.Process
 	if rc := client.ReattachConfig(); rc != nil && rc.Pid > 0 {

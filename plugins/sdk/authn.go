@@ -100,3 +100,44 @@ func (e *AuthenticationError) Error() string {
 
 // Is makes errors.Is(err, ErrAuthenticationFailed) true.
 func (e *AuthenticationError) Is(target error) bool { return target == ErrAuthenticationFailed }
+
+// SecurityPrefix is the part of the broker's metadata store that holds
+// security data (SCRAM credentials under /security/scram/).
+const SecurityPrefix = "/security/"
+
+// StoreReader is implemented by an authenticator that reads the broker's
+// metadata store — the simple authenticator looks up SCRAM credentials
+// there. Before Configure, the plugin is handed a read-only view of the
+// store's SecurityPrefix: Get, List and Watch under the prefix work,
+// anything else fails with ErrInvalidArgument, and every call fails with
+// ErrUnavailable while the broker's store is unreachable. The broker
+// writes the data (AlterUserScramCredentials); the plugin only reads it,
+// so a plugin process never holds a store connection of its own.
+type StoreReader interface {
+	UseStore(store MetadataStore)
+}
+
+// ConnFilter is implemented by an authenticator that decides on a
+// connection by its address when the broker accepts it, before any byte
+// of a request is read (the ip authenticator). A refused connection is
+// closed at once and the broker logs Reason; an admitted one acts as
+// Principal until SASL authentication (if the listener has it) replaces
+// it. An error is an internal failure: the connection is closed, never
+// admitted.
+type ConnFilter interface {
+	Admit(ctx context.Context, req *AdmitRequest) (*AdmitResponse, error)
+}
+
+// AdmitRequest names the connection being accepted.
+type AdmitRequest struct {
+	ClientAddr   string // "host:port"
+	ListenerName string // the listener's security protocol name
+}
+
+// AdmitResponse is the decision. Principal's zero value leaves the
+// connection's principal as it is (Anonymous).
+type AdmitResponse struct {
+	Allowed   bool
+	Principal Principal
+	Reason    string // why: logged by the broker, never sent to the client
+}

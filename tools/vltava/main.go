@@ -40,7 +40,7 @@ type command struct {
 // commands is the whole command table; each group's file defines its rows.
 var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands, groupCommands,
 	brokerCommands, partitionCommands, conformanceCommands, clusterCommands, quotaCommands, doctorCommands,
-	clientsCommands, completionCommands, aclCommands)
+	clientsCommands, completionCommands, metadataCommands, userCommands, aclCommands)
 
 func concat(groups ...[]command) []command {
 	var all []command
@@ -59,6 +59,7 @@ type env struct {
 	reach          reachability        // the last connection failure, for error messages
 	onFlags        func(*flag.FlagSet) // if set, told each command's flag set (completion)
 	flags          *cmdFlags           // the running command's flags, for its usage
+	bootstrapSet   bool                // -b/--bootstrap given before the command
 }
 
 // reported wraps an error whose message run already printed (a usage
@@ -128,7 +129,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				}
 				e.timeout = d
 			} else {
-				e.bootstrap = val
+				e.bootstrap, e.bootstrapSet = val, true
 			}
 		case "h", "help":
 			printUsage(stdout)

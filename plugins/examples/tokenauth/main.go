@@ -14,4 +14,4 @@ import (
 	"github.com/vltava/vltava/plugins/sdk/serve"
 )
 
-func main() { serve.Authenticator(&tokens.Authenticator{}) }
+func main() { serve.Authenticator(tokens.Unconfigured()) }

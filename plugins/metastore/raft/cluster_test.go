@@ -360,3 +360,48 @@ func TestReplaceVoter(t *testing.T) {
 		t.Fatalf("after = version %d, want %d", got.Version, v)
 	}
 }
+
+// TestSessionExpiresOnTimeAcrossLeaderChange: a session whose owner
+// stopped keeping alive expires one TTL after its last keep-alive even if
+// the leader dies in between, because keep-alives are log entries and the
+// new leader starts each deadline from the last one it applied. Before
+// keep-alives were replicated, the new leader gave every session a fresh
+// TTL from its takeover: a broker that died shortly before (or with) the
+// raft leader kept its registration for up to an election plus a whole
+// TTL more.
+func TestSessionExpiresOnTimeAcrossLeaderChange(t *testing.T) {
+	c := openCluster(t, 3)
+	client := c.followers()[0]
+	const ttl = 3 * time.Second
+	g, err := client.GrantSession(ctxT(t), &sdk.GrantSessionRequest{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, client, "brokers/1", "alive", g.ID)
+	var last time.Time
+	for range 3 {
+		last = time.Now()
+		if _, err := client.KeepAlive(ctxT(t), &sdk.KeepAliveRequest{ID: g.ID}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(ttl / 5)
+	}
+	// The owner falls silent; two thirds of a TTL later the leader dies.
+	time.Sleep(2 * ttl / 3)
+	c.stop(c.leader().cfg.NodeID)
+	lead := c.leader()
+	takeover := time.Now()
+	waitGone(t, client, "brokers/1")
+	gone := time.Now()
+	t.Logf("last keep-alive sent %v before the key went; new leader %d took over %v after it",
+		gone.Sub(last).Round(time.Millisecond), lead.cfg.NodeID, takeover.Sub(last).Round(time.Millisecond))
+	// Not before the TTL: the old leader's deadline was at least that.
+	if gone.Sub(last) < ttl {
+		t.Errorf("session expired %v after its last keep-alive, before its TTL %v", gone.Sub(last), ttl)
+	}
+	// Nowhere near a fresh TTL from the takeover.
+	if limit := takeover.Add(ttl / 2); gone.After(limit) {
+		t.Errorf("session expired %v after the new leader took over; want about one TTL (%v) after its last keep-alive (%v after it)",
+			gone.Sub(takeover), ttl, gone.Sub(last))
+	}
+}

@@ -18,10 +18,11 @@ const entryFormat = 1
 
 // Entry types (byte 1 of an entry).
 const (
-	cmdWrite  = 1 // Put, Delete, Txn: conditions + ops
-	cmdGrant  = 2 // GrantSession: TTL
-	cmdRevoke = 3 // RevokeSession: session ID (fails if already ended)
-	cmdExpire = 4 // leader-decided expiry: session ID (no-op if already ended)
+	cmdWrite     = 1 // Put, Delete, Txn: conditions + ops
+	cmdGrant     = 2 // GrantSession: TTL
+	cmdRevoke    = 3 // RevokeSession: session ID (fails if already ended)
+	cmdExpire    = 4 // leader-decided expiry: session ID (no-op if already ended)
+	cmdKeepAlive = 5 // KeepAlive: session ID (fails if already ended; changes no key)
 )
 
 // Op kinds inside a write entry.
@@ -37,7 +38,7 @@ type command struct {
 	conds   []sdk.Condition // cmdWrite
 	ops     []wop           // cmdWrite
 	ttl     time.Duration   // cmdGrant
-	session sdk.SessionID   // cmdRevoke, cmdExpire
+	session sdk.SessionID   // cmdRevoke, cmdExpire, cmdKeepAlive
 }
 
 // wop is one op of a write entry.
@@ -69,7 +70,7 @@ func (c *command) encode() []byte {
 		}
 	case cmdGrant:
 		b = binary.AppendVarint(b, int64(c.ttl))
-	case cmdRevoke, cmdExpire:
+	case cmdRevoke, cmdExpire, cmdKeepAlive:
 		b = binary.AppendVarint(b, int64(c.session))
 	}
 	return b
@@ -111,7 +112,7 @@ func decodeCommand(b []byte) (*command, error) {
 		if c.ttl = time.Duration(d.varint()); c.ttl <= 0 {
 			d.fail("grant TTL %d", c.ttl)
 		}
-	case cmdRevoke, cmdExpire:
+	case cmdRevoke, cmdExpire, cmdKeepAlive:
 		c.session = sdk.SessionID(d.varint())
 	default:
 		d.fail("entry type %d", c.typ)

@@ -27,6 +27,7 @@ func sampleCommands() []*command {
 		{typ: cmdGrant, ttl: 1500 * time.Millisecond},
 		{typ: cmdRevoke, session: 99},
 		{typ: cmdExpire, session: 1 << 40},
+		{typ: cmdKeepAlive, session: 7},
 	}
 }
 

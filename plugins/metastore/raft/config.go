@@ -39,15 +39,22 @@ type Config struct {
 	// a voter to add it (AddNonvoter) at QuorumAddr, which is then required
 	// and must be an address the voters can dial (port 0 picks one).
 	NonVoter bool
+	// Dial, if set, opens every connection this node makes to another
+	// node's quorum address (raft RPCs and forwarded requests); nil dials
+	// TCP. Tests route a node's traffic through a proxy with it.
+	Dial DialFunc
 	// Logger receives quorum, leadership and session reports; nil means
 	// slog.Default().
 	Logger *slog.Logger
 
-	// Raft timing; zero keeps hashicorp/raft's defaults (1s heartbeat and
-	// election timeouts, 500ms leader lease, 50ms commit timeout). Tests
-	// use ~150ms. With a HeartbeatTimeout below 1s, LeaderLeaseTimeout
-	// defaults to HeartbeatTimeout (raft requires lease <= heartbeat) and
-	// ElectionTimeout to HeartbeatTimeout.
+	// Raft timing. HeartbeatTimeout defaults to DefaultHeartbeatTimeout
+	// (500ms, half of hashicorp/raft's 1s: a follower notices a dead
+	// leader within 0.5-1s, which bounds how long a broker that died
+	// with the raft leader keeps its partitions); the others keep
+	// hashicorp/raft's defaults (500ms leader lease, 50ms commit
+	// timeout). Tests use ~150ms. With a HeartbeatTimeout below 1s,
+	// LeaderLeaseTimeout defaults to HeartbeatTimeout (raft requires lease
+	// <= heartbeat) and ElectionTimeout to HeartbeatTimeout.
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -77,6 +84,9 @@ type Config struct {
 	// MaxValueBytes caps a value (default 1 MiB).
 	MaxValueBytes int
 }
+
+// DefaultHeartbeatTimeout is Config.HeartbeatTimeout's default.
+const DefaultHeartbeatTimeout = 500 * time.Millisecond
 
 // maxKeyBytes caps a key, as the local store does.
 const maxKeyBytes = 4096
@@ -125,6 +135,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.QuorumAddr == "" && !c.NonVoter {
 		c.QuorumAddr = c.Voters[c.NodeID]
+	}
+	if c.HeartbeatTimeout <= 0 {
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
 	if c.HeartbeatTimeout > 0 && c.LeaderLeaseTimeout == 0 && c.HeartbeatTimeout < time.Second {
 		c.LeaderLeaseTimeout = c.HeartbeatTimeout

@@ -21,7 +21,13 @@
 //     past revision; older ones, and any from before the snapshot a node
 //     restored, fail with sdk.ErrCompacted. Compact trims only the local
 //     node's history.
-//   - KeepAlive goes to the leader (forwarded if need be).
+//   - KeepAlive goes to the leader (forwarded if need be), which commits
+//     a keep-alive entry (see Sessions).
+//
+// Every forwarded call has a deadline: the caller's, else LeaderWait. A
+// leader reached through a network that silently drops packets costs the
+// caller its deadline, never a TCP timeout (a broker's session keeper
+// depends on it to fence itself in time).
 //
 // A follower retries while no leader is known, the leader is unreachable
 // or the node it reached no longer leads (nothing was applied in those
@@ -38,15 +44,23 @@
 // deadline is not replicated: only the leader judges expiry, by its own
 // clock, and replicates the verdict as an expire entry, which deletes the
 // session's keys in one revision. Followers never expire anything.
-// Keep-alives restart the deadline in the leader's memory and are not log
-// entries: a keep-alive carries no state the state machine needs, and
-// writing one per broker every TTL/3 to every voter's disk would buy
-// nothing, because a new leader starts every session's deadline afresh:
-// when a node begins leading a term, each live session gets a full TTL
-// from that moment. A leader change therefore never expires sessions
-// whose owners keep alive (they reach the new leader within the grace),
-// and sessions whose owners died expire one TTL after the new leader
-// took over. The same holds after a full restart of every voter.
+// Keep-alives are log entries (type 5, changing no key and consuming no
+// revision): the leader commits one, then restarts the session's
+// deadline in its memory. Every node notes, by its own clock, when it
+// applied each session's grant or latest keep-alive (not replicated,
+// never part of Apply's results), and a node that begins leading a term
+// starts each session's deadline from that moment. The entry was
+// committed before any leader counted it and this node applied it after
+// that, so the new deadline is never earlier than the old leader's: a
+// leader change never expires sessions whose owners keep alive, and a
+// session whose owner died with (or apart from) the old leader expires
+// one TTL after its last keep-alive, as it would have without the leader
+// change (a broker killed together with the raft leader's process is
+// declared dead on time). A node that restarted or restored a snapshot
+// has no such moment for a session and gives it a full TTL from when it
+// first sees it as leader; so does every voter after a full restart.
+// Each broker writes one keep-alive every TTL/3 (3s by default): a few
+// small entries per second for a whole cluster.
 //
 // # Leader loss
 //
@@ -55,8 +69,8 @@
 // (writes and reads are retried against the new leader; watches keep
 // streaming whatever the node applies). Writes in flight on the old
 // leader fail with sdk.ErrUnavailable (outcome unknown). The new leader
-// runs a barrier before serving reads, then grants every session a fresh
-// TTL as above. With fewer than a majority of voters alive there is no
+// runs a barrier before serving reads, then starts every session's
+// deadline from its last keep-alive as above. With fewer than a majority of voters alive there is no
 // leader: requests fail with sdk.ErrUnavailable after LeaderWait, and the
 // monitor logs "waiting for a quorum of voters" every 10 s.
 //
@@ -130,7 +144,8 @@
 //
 //	offset  size  field
 //	0       1     format   entryFormat (1)
-//	1       1     type     1 write, 2 grant, 3 revoke, 4 expire
+//	1       1     type     1 write, 2 grant, 3 revoke, 4 expire,
+//	                       5 keep-alive
 //	2       n     body     by type, below
 //
 // Integers in bodies are Go varints (encoding/binary: uvarint for counts
@@ -146,6 +161,8 @@
 //	grant:  varint ttl nanoseconds (> 0)
 //	revoke: varint session ID (fails with ErrSessionExpired if ended)
 //	expire: varint session ID (no-op if ended)
+//	keep-alive: varint session ID (fails with ErrSessionExpired if
+//	        ended; changes no key)
 //
 // Trailing bytes, unknown types or kinds, and counts or lengths beyond
 // the bytes present are ErrCorrupt. Apply answers a corrupt entry with

@@ -162,22 +162,25 @@ func (s *Store) handleForward(ctx context.Context, path string, req *fwdRequest)
 // errDial marks a failure to reach the leader at all: nothing was sent.
 var errDial = errors.New("raft: dial leader")
 
-func newForwardClient() *http.Client {
+func newForwardClient(dial DialFunc, leaderWait time.Duration) *http.Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			timeout := 5 * time.Second
 			if dl, ok := ctx.Deadline(); ok {
 				timeout = min(timeout, time.Until(dl))
 			}
-			c, err := dialTagged(addr, timeout, tagForward)
+			c, err := dialTagged(dial, addr, timeout, tagForward)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", errDial, err)
 			}
 			return c, nil
 		},
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  true,
+		// A reply has LeaderWait to start; the request's context bounds
+		// the whole call (see forward).
+		ResponseHeaderTimeout: leaderWait,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       time.Minute,
+		DisableCompression:    true,
 	}
 	return &http.Client{Transport: tr}
 }
@@ -186,9 +189,18 @@ func newForwardClient() *http.Client {
 // the outcome known (nothing sent, or a read) is errRetry; a write whose
 // reply was lost is sdk.ErrUnavailable.
 func (s *Store) forward(ctx context.Context, addr, path string, req *fwdRequest) (*fwdReply, error) {
+	parent := ctx
 	var body bytes.Buffer
 	if err := gob.NewEncoder(&body).Encode(req); err != nil {
 		return nil, fmt.Errorf("raft: encode forwarded request: %w", err)
+	}
+	// Every forwarded call has a deadline: a leader whose packets are
+	// silently dropped must not hold the caller for as long as TCP takes
+	// to give up (the caller's session lease is shorter than that).
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.LeaderWait)
+		defer cancel()
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, &body)
 	if err != nil {
@@ -196,8 +208,8 @@ func (s *Store) forward(ctx context.Context, addr, path string, req *fwdRequest)
 	}
 	resp, err := s.fwdClient.Do(hreq)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if parent.Err() != nil {
+			return nil, parent.Err()
 		}
 		if errors.Is(err, errDial) || path != pathApply {
 			return nil, fmt.Errorf("%w: %w", errRetry, err)

@@ -56,6 +56,14 @@ type fsm struct {
 	index    uint64 // raft index of the last applied command entry
 	sessions map[sdk.SessionID]*session
 
+	// seen is local, not replicated: when this node applied each live
+	// session's grant or latest keep-alive entry, by its own clock. Apply
+	// results never depend on it; a new leader starts deadlines from it
+	// (see sessionTable.scan). Empty after a restart or a restore: the
+	// sessions then get a full TTL from the moment a leader first sees
+	// them.
+	seen map[sdk.SessionID]time.Time
+
 	// Watch state lives here so a change's events reach exactly the
 	// watchers registered before it (see watch.go).
 	watches *watchhub.Hub // guarded by mu
@@ -66,6 +74,7 @@ func newFSM(log *slog.Logger, historyLen, watchBuffer int) *fsm {
 		log:      log,
 		tree:     iradix.New(),
 		sessions: make(map[sdk.SessionID]*session),
+		seen:     make(map[sdk.SessionID]time.Time),
 	}
 	f.watches = watchhub.New(&f.mu, watchhub.Config{Name: "raft", History: historyLen,
 		Buffer: watchBuffer, Scope: "on this node", Logger: log})
@@ -95,7 +104,14 @@ func (f *fsm) Apply(l *hraft.Log) any {
 		// The entry's log index is unique and the same on every node.
 		id := sdk.SessionID(l.Index)
 		f.sessions[id] = &session{ttl: c.ttl, keys: make(map[string]struct{})}
+		f.seen[id] = time.Now()
 		return applyResult{rev: f.rev, session: id}
+	case cmdKeepAlive:
+		if f.sessions[c.session] == nil {
+			return applyResult{rev: f.rev, err: fmt.Errorf("%w: session %d", sdk.ErrSessionExpired, c.session)}
+		}
+		f.seen[c.session] = time.Now()
+		return applyResult{rev: f.rev}
 	case cmdRevoke:
 		if f.sessions[c.session] == nil {
 			return applyResult{rev: f.rev, err: fmt.Errorf("%w: session %d", sdk.ErrSessionExpired, c.session)}
@@ -189,6 +205,7 @@ func (f *fsm) moveKeyLocked(key string, old *kvEntry, to sdk.SessionID) {
 func (f *fsm) endSessionLocked(id sdk.SessionID) int64 {
 	sess := f.sessions[id]
 	delete(f.sessions, id)
+	delete(f.seen, id)
 	keys := make([]string, 0, len(sess.keys))
 	for k := range sess.keys {
 		keys = append(keys, k)
@@ -243,13 +260,19 @@ func (f *fsm) sessionTTL(id sdk.SessionID) (time.Duration, bool) {
 	return s.ttl, true
 }
 
-// sessionTTLs copies every live session's TTL.
-func (f *fsm) sessionTTLs() map[sdk.SessionID]time.Duration {
+// liveSession is what a leader needs to judge a session's expiry.
+type liveSession struct {
+	ttl  time.Duration
+	seen time.Time // zero if this node has not applied its grant or a keep-alive
+}
+
+// sessionTTLs copies every live session's TTL and local seen time.
+func (f *fsm) sessionTTLs() map[sdk.SessionID]liveSession {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[sdk.SessionID]time.Duration, len(f.sessions))
+	out := make(map[sdk.SessionID]liveSession, len(f.sessions))
 	for id, s := range f.sessions {
-		out[id] = s.ttl
+		out[id] = liveSession{ttl: s.ttl, seen: f.seen[id]}
 	}
 	return out
 }
@@ -279,6 +302,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tree, f.rev, f.index, f.sessions = st.tree, st.rev, st.index, st.sessions
+	f.seen = make(map[sdk.SessionID]time.Time)
 	f.watches.ResetLocked(st.rev, fmt.Errorf("%w: node restored a snapshot at revision %d", sdk.ErrCompacted, st.rev))
 	f.log.Info("raft: restored snapshot", "revision", st.rev, "index", st.index, "sessions", len(st.sessions))
 	return nil

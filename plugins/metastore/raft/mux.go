@@ -211,17 +211,29 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 
 // raftStream is the raft transport's StreamLayer: it accepts from the
 // mux and dials other voters with the raft tag.
-type raftStream struct{ *chanListener }
+type raftStream struct {
+	*chanListener
+	dial DialFunc
+}
 
 var _ hraft.StreamLayer = raftStream{}
 
 // Dial implements raft.StreamLayer.
-func (raftStream) Dial(addr hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialTagged(string(addr), timeout, tagRaft)
+func (r raftStream) Dial(addr hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return dialTagged(r.dial, string(addr), timeout, tagRaft)
 }
 
-func dialTagged(addr string, timeout time.Duration, tag byte) (net.Conn, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+// DialFunc opens a TCP connection to another node's quorum address
+// within timeout (see Config.Dial).
+type DialFunc func(addr string, timeout time.Duration) (net.Conn, error)
+
+func dialTagged(dial DialFunc, addr string, timeout time.Duration, tag byte) (net.Conn, error) {
+	if dial == nil {
+		dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
+	}
+	conn, err := dial(addr, timeout)
 	if err != nil {
 		return nil, err
 	}

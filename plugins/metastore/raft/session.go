@@ -18,9 +18,15 @@ const quorumWarnEvery = 10 * time.Second
 // sessionTable holds the leader's session deadlines. Deadlines are not
 // replicated: only the leader judges expiry, by its own clock, and
 // replicates the verdict as an expire entry. The table belongs to one
-// leadership term; in a new term it starts empty and every live session
-// gets a full TTL from the moment the new leader first sees it, so a
-// leader change never expires sessions whose owners keep alive.
+// leadership term; in a new term it starts empty and each live session's
+// deadline starts from when this node applied its grant or latest
+// keep-alive entry (or, if it never did, from the moment the new leader
+// first sees it). Every keep-alive is committed before any leader counts
+// it, and this node applied it after it was committed, so its deadline is
+// never earlier than the one the previous leader kept: a leader change
+// never expires sessions whose owners keep alive, and a session whose
+// owner died expires one TTL after its last keep-alive, not one TTL
+// after the new leader took over.
 type sessionTable struct {
 	mu        sync.Mutex
 	term      uint64 // term the deadlines belong to; 0 = not leading
@@ -57,7 +63,7 @@ func (t *sessionTable) precheck(c *command, term uint64) error {
 				ids = append(ids, op.session)
 			}
 		}
-	case cmdRevoke:
+	case cmdRevoke, cmdKeepAlive:
 		ids = append(ids, c.session)
 	}
 	if len(ids) == 0 {
@@ -99,7 +105,7 @@ func (t *sessionTable) keepAlive(id sdk.SessionID, ttl time.Duration, term uint6
 // scan reconciles the table with the replicated sessions (live) and
 // returns the sessions past their deadline, marked as expiring. fresh
 // reports that the table was started anew for this term.
-func (t *sessionTable) scan(term uint64, live map[sdk.SessionID]time.Duration, now time.Time) (expired []sdk.SessionID, fresh bool) {
+func (t *sessionTable) scan(term uint64, live map[sdk.SessionID]liveSession, now time.Time) (expired []sdk.SessionID, fresh bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fresh = t.term != term
@@ -109,11 +115,13 @@ func (t *sessionTable) scan(term uint64, live map[sdk.SessionID]time.Duration, n
 			delete(t.deadlines, id)
 		}
 	}
-	for id, ttl := range live {
+	for id, ls := range live {
 		d := t.deadlines[id]
 		switch {
+		case d == nil && !ls.seen.IsZero():
+			t.deadlines[id] = &deadline{at: ls.seen.Add(ls.ttl)}
 		case d == nil:
-			t.deadlines[id] = &deadline{at: now.Add(ttl)}
+			t.deadlines[id] = &deadline{at: now.Add(ls.ttl)}
 		case !d.expiring && !now.Before(d.at):
 			d.expiring = true
 			expired = append(expired, id)
@@ -155,8 +163,8 @@ func (s *Store) GrantSession(ctx context.Context, req *sdk.GrantSessionRequest) 
 }
 
 // KeepAlive implements sdk.MetadataStore. Keep-alives go to the leader,
-// which restarts the session's deadline in memory; they are not log
-// entries (see doc.go).
+// which commits a keep-alive entry (so every node knows when the session
+// was last renewed, see doc.go) and then restarts the session's deadline.
 func (s *Store) KeepAlive(ctx context.Context, req *sdk.KeepAliveRequest) (*sdk.KeepAliveResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -183,10 +191,15 @@ func (s *Store) KeepAlive(ctx context.Context, req *sdk.KeepAliveRequest) (*sdk.
 	return &sdk.KeepAliveResponse{TTL: ttl}, nil
 }
 
-// localKeepAlive runs on the leader.
+// localKeepAlive runs on the leader: the keep-alive entry is committed
+// (it fails if the session ended or the leader judged it dead), then the
+// deadline restarts from now.
 func (s *Store) localKeepAlive(id sdk.SessionID) (time.Duration, error) {
 	term := s.raft.CurrentTerm()
-	if err := s.leaderRead(); err != nil {
+	if err := s.ensureApplied(term); err != nil {
+		return 0, err
+	}
+	if _, err := s.localPropose(&command{typ: cmdKeepAlive, session: id}); err != nil {
 		return 0, err
 	}
 	ttl, ok := s.fsm.sessionTTL(id)
@@ -261,7 +274,7 @@ func (s *Store) reap() {
 	live := s.fsm.sessionTTLs()
 	expired, fresh := s.sessions.scan(term, live, time.Now())
 	if fresh && len(live) > 0 {
-		s.log.Info("raft: leading a new term; every session gets a fresh TTL", "term", term, "sessions", len(live))
+		s.log.Info("raft: leading a new term; session deadlines run from their last keep-alive seen here", "term", term, "sessions", len(live))
 	}
 	for _, id := range expired {
 		res, err := s.localPropose(&command{typ: cmdExpire, session: id})

@@ -19,6 +19,13 @@ type AuthCase struct {
 	Mechanism string
 	// Tokens are the client's tokens, one per Step, in order.
 	Tokens [][]byte
+	// NewClient, when set, replaces Tokens for mechanisms whose client
+	// tokens depend on the server's (SCRAM's nonces): it returns a fresh
+	// client for one conversation, which is called with the server's
+	// previous token (nil before the first step) and returns its next
+	// token. Steps is then the number of client tokens.
+	NewClient func() func(server []byte) []byte
+	Steps     int
 	// Principal is who the conversation authenticates as. Ignored when
 	// Reject is set.
 	Principal sdk.Principal
@@ -63,7 +70,7 @@ func Authenticator(t *testing.T, a sdk.Authenticator, cases []AuthCase) {
 	for _, c := range cases {
 		t.Run("case/"+c.Name, func(t *testing.T) {
 			session := start(t, a, c)
-			ps, _ := converse(t, a, c, session, 0, len(c.Tokens))
+			ps, _ := converse(t, a, c, newClient(c, session), 0, c.steps())
 			for _, p := range ps {
 				t.Error(p)
 			}
@@ -118,6 +125,35 @@ func checkMechanisms(t *testing.T, a sdk.Authenticator, cases []AuthCase) []stri
 	return resp.Mechanisms
 }
 
+// client is one conversation's client side.
+type client struct {
+	session string
+	fn      func(server []byte) []byte // NewClient's, nil for Tokens
+	last    []byte                     // the server's last token
+}
+
+func newClient(c AuthCase, session string) *client {
+	cl := &client{session: session}
+	if c.NewClient != nil {
+		cl.fn = c.NewClient()
+	}
+	return cl
+}
+
+func (cl *client) next(c AuthCase, i int) []byte {
+	if cl.fn != nil {
+		return cl.fn(cl.last)
+	}
+	return c.Tokens[i]
+}
+
+func (c AuthCase) steps() int {
+	if c.NewClient != nil {
+		return c.Steps
+	}
+	return len(c.Tokens)
+}
+
 func firstAccepted(cases []AuthCase) AuthCase {
 	i := slices.IndexFunc(cases, func(c AuthCase) bool { return !c.Reject })
 	return cases[i]
@@ -135,10 +171,14 @@ func start(t *testing.T, a sdk.Authenticator, c AuthCase) string {
 // converse sends c's tokens [from, to) on session and returns the
 // contract violations and whether the conversation ended (Done, an
 // error, or a violation); it stops there.
-func converse(t *testing.T, a sdk.Authenticator, c AuthCase, session string, from, to int) (problems []string, ended bool) {
+func converse(t *testing.T, a sdk.Authenticator, c AuthCase, cl *client, from, to int) (problems []string, ended bool) {
+	session := cl.session
 	for i := from; i < to; i++ {
-		last := i == len(c.Tokens)-1
-		resp, err := a.Step(t.Context(), &sdk.StepRequest{Session: session, Token: c.Tokens[i]})
+		last := i == c.steps()-1
+		resp, err := a.Step(t.Context(), &sdk.StepRequest{Session: session, Token: cl.next(c, i)})
+		if err == nil && resp != nil {
+			cl.last = resp.Token
+		}
 		switch {
 		case c.Reject && err != nil:
 			if !errors.Is(err, sdk.ErrAuthenticationFailed) {
@@ -157,7 +197,7 @@ func converse(t *testing.T, a sdk.Authenticator, c AuthCase, session string, fro
 		case c.Reject && last:
 			return append(problems, fmt.Sprintf("case %s: wrong credentials: no step failed", c.Name)), true
 		case resp.Done && !last:
-			return append(problems, fmt.Sprintf("case %s: Done at step %d of %d", c.Name, i, len(c.Tokens))), true
+			return append(problems, fmt.Sprintf("case %s: Done at step %d of %d", c.Name, i, c.steps())), true
 		case !c.Reject && last && !resp.Done:
 			return append(problems, fmt.Sprintf("case %s: not Done after the last token", c.Name)), true
 		case resp.Done && (resp.Principal != c.Principal || resp.Principal.Name == ""):
@@ -184,24 +224,25 @@ func checkDead(t *testing.T, a sdk.Authenticator, session, when string) {
 // round across all the sessions.
 func interleaved(t *testing.T, a sdk.Authenticator, cases []AuthCase) {
 	all := append(slices.Clone(cases), cases...)
-	sessions := make([]string, len(all))
+	clients := make([]*client, len(all))
 	seen := make(map[string]bool)
 	for i, c := range all {
-		sessions[i] = start(t, a, c)
-		if seen[sessions[i]] {
-			t.Fatalf("Start handed out session %q twice", sessions[i])
+		session := start(t, a, c)
+		if seen[session] {
+			t.Fatalf("Start handed out session %q twice", session)
 		}
-		seen[sessions[i]] = true
+		seen[session] = true
+		clients[i] = newClient(c, session)
 	}
 	done := make([]bool, len(all))
 	for round := 0; ; round++ {
 		more := false
 		for i, c := range all {
-			if done[i] || round >= len(c.Tokens) {
+			if done[i] || round >= c.steps() {
 				continue
 			}
 			more = true
-			ps, ended := converse(t, a, c, sessions[i], round, round+1)
+			ps, ended := converse(t, a, c, clients[i], round, round+1)
 			for _, p := range ps {
 				t.Error(p)
 			}
@@ -230,7 +271,7 @@ func concurrent(t *testing.T, a sdk.Authenticator, cases []AuthCase) {
 				if err != nil {
 					ps = []string{fmt.Sprintf("case %s: Start: %v", c.Name, err)}
 				} else {
-					ps, _ = converse(t, a, c, resp.Session, 0, len(c.Tokens))
+					ps, _ = converse(t, a, c, newClient(c, resp.Session), 0, c.steps())
 				}
 				mu.Lock()
 				problems = append(problems, ps...)

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/vltava/vltava/plugins/sdk"
 	"github.com/vltava/vltava/plugins/sdk/serve/internal/pluginpb"
@@ -43,9 +44,43 @@ func (s *authenticatorServer) End(ctx context.Context, req *pluginpb.EndRequest)
 	return &pluginpb.EndResponse{}, nil
 }
 
+func (s *authenticatorServer) Admit(ctx context.Context, req *pluginpb.AdmitRequest) (*pluginpb.AdmitResponse, error) {
+	f, ok := s.impl.(sdk.ConnFilter)
+	if !ok {
+		return nil, toStatus(fmt.Errorf("serve: the authenticator does not filter connections: %w", sdk.ErrInvalidArgument))
+	}
+	resp, err := f.Admit(ctx, &sdk.AdmitRequest{ClientAddr: req.ClientAddr, ListenerName: req.ListenerName})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pluginpb.AdmitResponse{Allowed: resp.Allowed, PrincipalType: resp.Principal.Type, PrincipalName: resp.Principal.Name, Reason: resp.Reason}, nil
+}
+
 // NewAuthenticatorClient returns an sdk.Authenticator that calls the
-// plugin behind c.
-func NewAuthenticatorClient(c Conn) sdk.Authenticator { return &authenticatorClient{c: c} }
+// plugin behind c. With connFilter (the plugin reported one in Info) it
+// is an sdk.ConnFilter too.
+func NewAuthenticatorClient(c Conn, connFilter ...bool) sdk.Authenticator {
+	a := &authenticatorClient{c: c}
+	if len(connFilter) > 0 && connFilter[0] {
+		return &filterClient{a}
+	}
+	return a
+}
+
+type filterClient struct{ *authenticatorClient }
+
+func (a *filterClient) Admit(ctx context.Context, req *sdk.AdmitRequest) (*sdk.AdmitResponse, error) {
+	cl, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cl.Admit(ctx, &pluginpb.AdmitRequest{ClientAddr: req.ClientAddr, ListenerName: req.ListenerName})
+	if err != nil {
+		return nil, fromStatus(ctx, a.c, err)
+	}
+	return &sdk.AdmitResponse{Allowed: resp.Allowed, Reason: resp.Reason,
+		Principal: sdk.Principal{Type: resp.PrincipalType, Name: resp.PrincipalName}}, nil
+}
 
 type authenticatorClient struct{ c Conn }
 

@@ -28,6 +28,8 @@ type Info struct {
 	Compactor bool
 	// Protocol is the SDK protocol version the plugin was built with.
 	Protocol int
+	// ConnFilter reports an authenticator implementing sdk.ConnFilter.
+	ConnFilter bool
 }
 
 // ReadInfo asks a plugin to describe itself.
@@ -36,7 +38,7 @@ func ReadInfo(ctx context.Context, cc grpc.ClientConnInterface) (Info, error) {
 	if err != nil {
 		return Info{}, fromStatus(ctx, label("plugin"), err)
 	}
-	return Info{Kind: resp.Kind, Name: resp.Name, Version: resp.Version, Compactor: resp.Compactor, Protocol: int(resp.SdkProtocol)}, nil
+	return Info{Kind: resp.Kind, Name: resp.Name, Version: resp.Version, Compactor: resp.Compactor, Protocol: int(resp.SdkProtocol), ConnFilter: resp.ConnFilter}, nil
 }
 
 // Configure sends a plugin its config map (see Configurer). Errors keep

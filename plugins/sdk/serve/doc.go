@@ -7,6 +7,28 @@
 //
 //	func main() { serve.Assignor(modAssignor{}) }
 //
+// # Writing an authenticator
+//
+// Mechanisms builds an sdk.Authenticator from SASL mechanisms and does
+// the session bookkeeping (handles, End, bounding conversations that never
+// finish); Plain turns a PasswordFunc — func(ctx, user, password)
+// (sdk.Principal, error) — into SASL PLAIN, and a multi-step mechanism is
+// a Mechanism whose Start returns a Conversation:
+//
+//	func main() {
+//		serve.Authenticator(serve.Mechanisms(serve.Plain(check)))
+//	}
+//
+// Lock order in Sessions: a session's mutex (held for its Step) before
+// the session table's; the table's is never held while waiting for a
+// session.
+//
+// An authenticator that implements sdk.StoreReader is lent a read-only
+// view of the broker's metadata store under sdk.SecurityPrefix (see
+// hoststore.go): the host serves it on a go-plugin broker stream, and the
+// plugin side dials it when Configure arrives and hands it to UseStore
+// before the plugin's own Configure runs.
+//
 // # Transport
 //
 // hashicorp/go-plugin starts the process and performs the handshake; the

@@ -53,22 +53,26 @@ func Handshake(version int) plugin.HandshakeConfig {
 type grpcPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	register func(*grpc.Server)
+	// broker is the plugin side's go-plugin broker, set by GRPCServer
+	// before any call is served.
+	broker *plugin.GRPCBroker
 }
 
-func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+func (p *grpcPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
+	p.broker = b
 	if p.register != nil {
 		p.register(s)
 	}
 	return nil
 }
 
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return c, nil
+func (p *grpcPlugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &Dispensed{Conn: c, broker: b}, nil
 }
 
 // ClientPlugins is the plugin set a host passes to go-plugin as
 // VersionedPlugins: every kind at ProtocolVersion. Dispensing a kind
-// yields its *grpc.ClientConn.
+// yields a *Dispensed.
 func ClientPlugins() map[int]plugin.PluginSet {
 	set := plugin.PluginSet{}
 	for _, k := range Kinds {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,15 +61,17 @@ func run(kind, name string, impl any, register func(*grpc.Server)) {
 		os.Exit(1)
 	})
 	ctrl := &controlServer{kind: kind, name: name, impl: impl}
+	gp := &grpcPlugin{register: func(s *grpc.Server) {
+		pluginpb.RegisterControlServer(s, ctrl)
+		register(s)
+	}}
+	ctrl.plugin = gp
 	version := servedProtocol()
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: Handshake(version),
-		VersionedPlugins: map[int]plugin.PluginSet{version: {kind: &grpcPlugin{register: func(s *grpc.Server) {
-			pluginpb.RegisterControlServer(s, ctrl)
-			register(s)
-		}}}},
-		GRPCServer: plugin.DefaultGRPCServer,
-		Logger:     hclog.New(&hclog.LoggerOptions{Output: stderr, Level: hclog.Warn, JSONFormat: true}),
+		HandshakeConfig:  Handshake(version),
+		VersionedPlugins: map[int]plugin.PluginSet{version: {kind: gp}},
+		GRPCServer:       plugin.DefaultGRPCServer,
+		Logger:           hclog.New(&hclog.LoggerOptions{Output: stderr, Level: hclog.Warn, JSONFormat: true}),
 	})
 	closeImpl(impl)
 	os.Exit(0)
@@ -136,16 +139,22 @@ type controlServer struct {
 	pluginpb.UnimplementedControlServer
 	kind, name string
 	impl       any
+	plugin     *grpcPlugin
+
+	lendOnce sync.Once
+	lendErr  error
 }
 
 func (c *controlServer) Info(context.Context, *pluginpb.InfoRequest) (*pluginpb.InfoResponse, error) {
 	_, compactor := c.impl.(sdk.Compactor)
+	_, filter := c.impl.(sdk.ConnFilter)
 	return &pluginpb.InfoResponse{
 		Kind:        c.kind,
 		Name:        c.name,
 		Version:     pluginVersion(c.impl),
 		Compactor:   compactor && c.kind == KindMetadataStore,
 		SdkProtocol: int32(servedProtocol()),
+		ConnFilter:  filter && c.kind == KindAuthenticator,
 	}, nil
 }
 
@@ -153,6 +162,17 @@ func (c *controlServer) Configure(ctx context.Context, req *pluginpb.ConfigureRe
 	raw, err := decodeConfigPayload(req.Json)
 	if err != nil {
 		return nil, toStatus(err)
+	}
+	if sr, ok := c.impl.(sdk.StoreReader); ok && c.kind == KindAuthenticator {
+		c.lendOnce.Do(func() {
+			var store sdk.MetadataStore
+			if store, c.lendErr = dialHostStore(c.plugin.broker); c.lendErr == nil {
+				sr.UseStore(store)
+			}
+		})
+		if c.lendErr != nil {
+			return nil, toStatus(c.lendErr)
+		}
 	}
 	cf, ok := c.impl.(Configurer)
 	if !ok {

@@ -39,7 +39,7 @@ func shim(t testing.TB, kind string, impl any, register func(*grpc.Server)) grpc
 	if err != nil {
 		t.Fatal(err)
 	}
-	return raw.(*grpc.ClientConn)
+	return raw.(*Dispensed).Conn
 }
 
 // modAssignor gives partition p to the (p mod n)-th subscribed member.

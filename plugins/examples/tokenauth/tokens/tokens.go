@@ -7,17 +7,16 @@
 //
 // A client authenticates as alice with username "alice" and password
 // "s3cret" and acts as principal User:alice. The plugin binary serving it
-// is its parent directory's main package.
+// is its parent directory's main package. serve.Mechanisms does the
+// session bookkeeping and serve.Plain parses PLAIN; this package only
+// checks a user and password.
 package tokens
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"fmt"
-	"strconv"
-	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/vltava/vltava/plugins/sdk"
 	"github.com/vltava/vltava/plugins/sdk/serve"
@@ -26,13 +25,6 @@ import (
 // Mechanism is the one SASL mechanism offered.
 const Mechanism = "PLAIN"
 
-// Limits on conversations that never finish (a client that sends a
-// handshake and goes quiet without the broker noticing).
-const (
-	maxSessions = 4096
-	sessionTTL  = time.Minute
-)
-
 // Config is the plugin's configuration.
 type Config struct {
 	// Tokens maps a user name to its token.
@@ -40,22 +32,27 @@ type Config struct {
 }
 
 // Authenticator checks PLAIN credentials against Config.Tokens. Create it
-// with New, or as a zero value that is then given its tokens by Configure.
+// with New, or with Unconfigured and give it its tokens with Configure.
 type Authenticator struct {
-	mu       sync.Mutex
-	tokens   map[string]string
-	next     uint64
-	sessions map[string]time.Time // session → started
+	*serve.Sessions
+	tokens atomic.Pointer[map[string]string]
+}
+
+// Unconfigured returns an Authenticator that refuses everyone until
+// Configure gives it tokens.
+func Unconfigured() *Authenticator {
+	a := &Authenticator{}
+	a.Sessions = serve.Mechanisms(serve.Plain(a.check))
+	return a
 }
 
 // New returns an Authenticator for cfg.
 func New(cfg Config) (*Authenticator, error) {
-	a := &Authenticator{}
+	a := Unconfigured()
 	return a, a.set(cfg)
 }
 
-// Configure decodes the plugin config map (see Config). It implements
-// serve.Configurer.
+// Configure decodes the plugin config map (serve.Configurer).
 func (a *Authenticator) Configure(ctx context.Context, raw map[string]any) error {
 	var cfg Config
 	if err := serve.DecodeConfig(raw, &cfg); err != nil {
@@ -73,74 +70,20 @@ func (a *Authenticator) set(cfg Config) error {
 			return fmt.Errorf("config: key %q: empty user or token for %q: %w", "tokens", user, sdk.ErrInvalidArgument)
 		}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.tokens = cfg.Tokens
+	a.tokens.Store(&cfg.Tokens)
 	return nil
 }
 
-// Mechanisms offers PLAIN on every listener.
-func (a *Authenticator) Mechanisms(ctx context.Context, req *sdk.MechanismsRequest) (*sdk.MechanismsResponse, error) {
-	return &sdk.MechanismsResponse{Mechanisms: []string{Mechanism}}, nil
-}
-
-// Start opens a conversation; only PLAIN is supported.
-func (a *Authenticator) Start(ctx context.Context, req *sdk.StartRequest) (*sdk.StartResponse, error) {
-	if req.Mechanism != Mechanism {
-		return nil, fmt.Errorf("tokens: mechanism %q: %w", req.Mechanism, sdk.ErrInvalidArgument)
+// check compares the token in constant time, and compares even for an
+// unknown user, so timing does not tell users apart.
+func (a *Authenticator) check(_ context.Context, user, token string) (sdk.Principal, error) {
+	var tokens map[string]string
+	if p := a.tokens.Load(); p != nil {
+		tokens = *p
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.sessions == nil {
-		a.sessions = make(map[string]time.Time)
-	}
-	now := time.Now()
-	if len(a.sessions) >= maxSessions {
-		for id, started := range a.sessions {
-			if now.Sub(started) > sessionTTL {
-				delete(a.sessions, id)
-			}
-		}
-	}
-	if len(a.sessions) >= maxSessions {
-		return nil, fmt.Errorf("tokens: %d conversations in progress: %w", len(a.sessions), sdk.ErrUnavailable)
-	}
-	a.next++
-	id := strconv.FormatUint(a.next, 10)
-	a.sessions[id] = now
-	return &sdk.StartResponse{Session: id}, nil
-}
-
-// Step checks the client's one PLAIN message:
-// [authzid] NUL authcid NUL token. An authzid other than the authcid is
-// refused (no acting as another user).
-func (a *Authenticator) Step(ctx context.Context, req *sdk.StepRequest) (*sdk.StepResponse, error) {
-	a.mu.Lock()
-	_, ok := a.sessions[req.Session]
-	delete(a.sessions, req.Session) // one step, whatever the outcome
-	tokens := a.tokens
-	a.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("tokens: unknown session %q: %w", req.Session, sdk.ErrInvalidArgument)
-	}
-	parts := bytes.Split(req.Token, []byte{0})
-	if len(parts) != 3 || len(parts[1]) == 0 {
-		return nil, &sdk.AuthenticationError{Message: "malformed PLAIN message"}
-	}
-	authzid, user, token := string(parts[0]), string(parts[1]), parts[2]
 	want, known := tokens[user]
-	// Compare even for an unknown user, so timing does not tell users apart.
-	match := subtle.ConstantTimeCompare([]byte(want), token) == 1
-	if !known || !match || (authzid != "" && authzid != user) {
-		return nil, &sdk.AuthenticationError{Message: "invalid user or token"}
+	if subtle.ConstantTimeCompare([]byte(want), []byte(token)) != 1 || !known {
+		return sdk.Principal{}, &sdk.AuthenticationError{Message: "invalid user or token"}
 	}
-	return &sdk.StepResponse{Done: true, Principal: sdk.Principal{Type: sdk.PrincipalTypeUser, Name: user}}, nil
-}
-
-// End drops a conversation.
-func (a *Authenticator) End(ctx context.Context, req *sdk.EndRequest) (*sdk.EndResponse, error) {
-	a.mu.Lock()
-	delete(a.sessions, req.Session)
-	a.mu.Unlock()
-	return &sdk.EndResponse{}, nil
+	return sdk.Principal{Type: sdk.PrincipalTypeUser, Name: user}, nil
 }

@@ -19,7 +19,7 @@ import (
 
 func configured(t *testing.T) *Authenticator {
 	t.Helper()
-	a := &Authenticator{}
+	a := Unconfigured()
 	if err := a.Configure(t.Context(), map[string]any{"tokens": map[string]any{"alice": "s3cret", "bob": "t0ken"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +33,12 @@ func TestConfigure(t *testing.T) {
 		"no tokens":   {},
 		"empty token": {"tokens": map[string]any{"alice": ""}},
 	} {
-		err := (&Authenticator{}).Configure(t.Context(), raw)
+		err := Unconfigured().Configure(t.Context(), raw)
 		if !errors.Is(err, sdk.ErrInvalidArgument) {
 			t.Errorf("%s: Configure = %v, want sdk.ErrInvalidArgument", name, err)
 		}
 	}
-	err := (&Authenticator{}).Configure(t.Context(), map[string]any{"tokens": map[string]any{"alice": "x"}, "realm": "r"})
+	err := Unconfigured().Configure(t.Context(), map[string]any{"tokens": map[string]any{"alice": "x"}, "realm": "r"})
 	if err == nil || !strings.Contains(err.Error(), "realm") {
 		t.Errorf("unknown key error %v does not name the key", err)
 	}
@@ -94,15 +94,6 @@ func TestSessionsEnd(t *testing.T) {
 	}
 	if _, err := a.End(t.Context(), &sdk.EndRequest{Session: "never"}); err != nil {
 		t.Fatalf("End of an unknown session: %v", err)
-	}
-	// Sessions never stepped nor ended are bounded.
-	for range maxSessions {
-		if _, err := a.Start(t.Context(), &sdk.StartRequest{Mechanism: Mechanism}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := a.Start(t.Context(), &sdk.StartRequest{Mechanism: Mechanism}); !errors.Is(err, sdk.ErrUnavailable) {
-		t.Fatalf("Start past %d open sessions = %v, want sdk.ErrUnavailable", maxSessions, err)
 	}
 }
 

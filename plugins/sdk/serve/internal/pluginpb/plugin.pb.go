@@ -70,6 +70,7 @@ type InfoResponse struct {
 	Version       string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`                             // the plugin's own version ("" if unknown)
 	Compactor     bool                   `protobuf:"varint,4,opt,name=compactor,proto3" json:"compactor,omitempty"`                        // a metastore implementing sdk.Compactor
 	SdkProtocol   int32                  `protobuf:"varint,5,opt,name=sdk_protocol,json=sdkProtocol,proto3" json:"sdk_protocol,omitempty"` // serve.ProtocolVersion the plugin was built with
+	ConnFilter    bool                   `protobuf:"varint,6,opt,name=conn_filter,json=connFilter,proto3" json:"conn_filter,omitempty"`    // an authenticator implementing sdk.ConnFilter
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -137,6 +138,13 @@ func (x *InfoResponse) GetSdkProtocol() int32 {
 		return x.SdkProtocol
 	}
 	return 0
+}
+
+func (x *InfoResponse) GetConnFilter() bool {
+	if x != nil {
+		return x.ConnFilter
+	}
+	return false
 }
 
 type ConfigureRequest struct {
@@ -569,6 +577,126 @@ func (x *AssignResponse) GetPartitions() []int32 {
 	return nil
 }
 
+type AdmitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientAddr    string                 `protobuf:"bytes,1,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
+	ListenerName  string                 `protobuf:"bytes,2,opt,name=listener_name,json=listenerName,proto3" json:"listener_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdmitRequest) Reset() {
+	*x = AdmitRequest{}
+	mi := &file_plugin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdmitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdmitRequest) ProtoMessage() {}
+
+func (x *AdmitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdmitRequest.ProtoReflect.Descriptor instead.
+func (*AdmitRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AdmitRequest) GetClientAddr() string {
+	if x != nil {
+		return x.ClientAddr
+	}
+	return ""
+}
+
+func (x *AdmitRequest) GetListenerName() string {
+	if x != nil {
+		return x.ListenerName
+	}
+	return ""
+}
+
+type AdmitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allowed       bool                   `protobuf:"varint,1,opt,name=allowed,proto3" json:"allowed,omitempty"`
+	PrincipalType string                 `protobuf:"bytes,2,opt,name=principal_type,json=principalType,proto3" json:"principal_type,omitempty"`
+	PrincipalName string                 `protobuf:"bytes,3,opt,name=principal_name,json=principalName,proto3" json:"principal_name,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdmitResponse) Reset() {
+	*x = AdmitResponse{}
+	mi := &file_plugin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdmitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdmitResponse) ProtoMessage() {}
+
+func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdmitResponse.ProtoReflect.Descriptor instead.
+func (*AdmitResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AdmitResponse) GetAllowed() bool {
+	if x != nil {
+		return x.Allowed
+	}
+	return false
+}
+
+func (x *AdmitResponse) GetPrincipalType() string {
+	if x != nil {
+		return x.PrincipalType
+	}
+	return ""
+}
+
+func (x *AdmitResponse) GetPrincipalName() string {
+	if x != nil {
+		return x.PrincipalName
+	}
+	return ""
+}
+
+func (x *AdmitResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type MechanismsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ListenerName  string                 `protobuf:"bytes,1,opt,name=listener_name,json=listenerName,proto3" json:"listener_name,omitempty"`
@@ -578,7 +706,7 @@ type MechanismsRequest struct {
 
 func (x *MechanismsRequest) Reset() {
 	*x = MechanismsRequest{}
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +718,7 @@ func (x *MechanismsRequest) String() string {
 func (*MechanismsRequest) ProtoMessage() {}
 
 func (x *MechanismsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +731,7 @@ func (x *MechanismsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MechanismsRequest.ProtoReflect.Descriptor instead.
 func (*MechanismsRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MechanismsRequest) GetListenerName() string {
@@ -622,7 +750,7 @@ type MechanismsResponse struct {
 
 func (x *MechanismsResponse) Reset() {
 	*x = MechanismsResponse{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +762,7 @@ func (x *MechanismsResponse) String() string {
 func (*MechanismsResponse) ProtoMessage() {}
 
 func (x *MechanismsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +775,7 @@ func (x *MechanismsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MechanismsResponse.ProtoReflect.Descriptor instead.
 func (*MechanismsResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MechanismsResponse) GetMechanisms() []string {
@@ -668,7 +796,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +808,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +821,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StartRequest) GetMechanism() string {
@@ -726,7 +854,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +866,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +879,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StartResponse) GetSession() string {
@@ -771,7 +899,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +911,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +924,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepRequest) GetSession() string {
@@ -825,7 +953,7 @@ type StepResponse struct {
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +965,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +978,7 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StepResponse) GetToken() []byte {
@@ -890,7 +1018,7 @@ type EndRequest struct {
 
 func (x *EndRequest) Reset() {
 	*x = EndRequest{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1030,7 @@ func (x *EndRequest) String() string {
 func (*EndRequest) ProtoMessage() {}
 
 func (x *EndRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1043,7 @@ func (x *EndRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRequest.ProtoReflect.Descriptor instead.
 func (*EndRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EndRequest) GetSession() string {
@@ -933,7 +1061,7 @@ type EndResponse struct {
 
 func (x *EndResponse) Reset() {
 	*x = EndResponse{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1073,7 @@ func (x *EndResponse) String() string {
 func (*EndResponse) ProtoMessage() {}
 
 func (x *EndResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1086,7 @@ func (x *EndResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndResponse.ProtoReflect.Descriptor instead.
 func (*EndResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 type KeyValue struct {
@@ -973,7 +1101,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1113,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1126,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -1038,7 +1166,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1178,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1191,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetRequest) GetKey() string {
@@ -1083,7 +1211,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1223,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1236,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetResponse) GetKv() *KeyValue {
@@ -1134,7 +1262,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1274,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1287,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{20}
+	return file_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListRequest) GetPrefix() string {
@@ -1179,7 +1307,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1319,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1332,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{21}
+	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListResponse) GetKvs() []*KeyValue {
@@ -1233,7 +1361,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1373,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1386,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{22}
+	return file_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PutRequest) GetKey() string {
@@ -1298,7 +1426,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1438,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1451,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{23}
+	return file_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PutResponse) GetVersion() int64 {
@@ -1343,7 +1471,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1483,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1496,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteRequest) GetKey() string {
@@ -1394,7 +1522,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1534,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1547,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{25}
+	return file_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteResponse) GetRevision() int64 {
@@ -1439,7 +1567,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1579,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1592,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{26}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Condition) GetKey() string {
@@ -1493,7 +1621,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1633,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1646,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{27}
+	return file_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Op) GetType() int32 {
@@ -1559,7 +1687,7 @@ type TxnRequest struct {
 
 func (x *TxnRequest) Reset() {
 	*x = TxnRequest{}
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1699,7 @@ func (x *TxnRequest) String() string {
 func (*TxnRequest) ProtoMessage() {}
 
 func (x *TxnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1712,7 @@ func (x *TxnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnRequest.ProtoReflect.Descriptor instead.
 func (*TxnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{28}
+	return file_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TxnRequest) GetConditions() []*Condition {
@@ -1610,7 +1738,7 @@ type TxnResponse struct {
 
 func (x *TxnResponse) Reset() {
 	*x = TxnResponse{}
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1750,7 @@ func (x *TxnResponse) String() string {
 func (*TxnResponse) ProtoMessage() {}
 
 func (x *TxnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1763,7 @@ func (x *TxnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnResponse.ProtoReflect.Descriptor instead.
 func (*TxnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{29}
+	return file_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TxnResponse) GetRevision() int64 {
@@ -1655,7 +1783,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1795,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1808,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{30}
+	return file_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchRequest) GetPrefix() string {
@@ -1712,7 +1840,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1852,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1865,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{31}
+	return file_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchEvent) GetType() int32 {
@@ -1798,7 +1926,7 @@ type GrantSessionRequest struct {
 
 func (x *GrantSessionRequest) Reset() {
 	*x = GrantSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1938,7 @@ func (x *GrantSessionRequest) String() string {
 func (*GrantSessionRequest) ProtoMessage() {}
 
 func (x *GrantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +1951,7 @@ func (x *GrantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantSessionRequest.ProtoReflect.Descriptor instead.
 func (*GrantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{32}
+	return file_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GrantSessionRequest) GetTtlNanos() int64 {
@@ -1843,7 +1971,7 @@ type GrantSessionResponse struct {
 
 func (x *GrantSessionResponse) Reset() {
 	*x = GrantSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +1983,7 @@ func (x *GrantSessionResponse) String() string {
 func (*GrantSessionResponse) ProtoMessage() {}
 
 func (x *GrantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +1996,7 @@ func (x *GrantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantSessionResponse.ProtoReflect.Descriptor instead.
 func (*GrantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{33}
+	return file_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GrantSessionResponse) GetId() int64 {
@@ -1894,7 +2022,7 @@ type KeepAliveRequest struct {
 
 func (x *KeepAliveRequest) Reset() {
 	*x = KeepAliveRequest{}
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +2034,7 @@ func (x *KeepAliveRequest) String() string {
 func (*KeepAliveRequest) ProtoMessage() {}
 
 func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +2047,7 @@ func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveRequest.ProtoReflect.Descriptor instead.
 func (*KeepAliveRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{34}
+	return file_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *KeepAliveRequest) GetId() int64 {
@@ -1938,7 +2066,7 @@ type KeepAliveResponse struct {
 
 func (x *KeepAliveResponse) Reset() {
 	*x = KeepAliveResponse{}
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2078,7 @@ func (x *KeepAliveResponse) String() string {
 func (*KeepAliveResponse) ProtoMessage() {}
 
 func (x *KeepAliveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2091,7 @@ func (x *KeepAliveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveResponse.ProtoReflect.Descriptor instead.
 func (*KeepAliveResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{35}
+	return file_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *KeepAliveResponse) GetTtlNanos() int64 {
@@ -1982,7 +2110,7 @@ type RevokeSessionRequest struct {
 
 func (x *RevokeSessionRequest) Reset() {
 	*x = RevokeSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2122,7 @@ func (x *RevokeSessionRequest) String() string {
 func (*RevokeSessionRequest) ProtoMessage() {}
 
 func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2135,7 @@ func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{36}
+	return file_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RevokeSessionRequest) GetId() int64 {
@@ -2025,7 +2153,7 @@ type RevokeSessionResponse struct {
 
 func (x *RevokeSessionResponse) Reset() {
 	*x = RevokeSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2165,7 @@ func (x *RevokeSessionResponse) String() string {
 func (*RevokeSessionResponse) ProtoMessage() {}
 
 func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2178,7 @@ func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{37}
+	return file_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 type CompactRequest struct {
@@ -2062,7 +2190,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2202,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2215,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{38}
+	return file_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CompactRequest) GetRevision() int64 {
@@ -2105,7 +2233,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2245,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2258,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{39}
+	return file_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 var File_plugin_proto protoreflect.FileDescriptor
@@ -2138,13 +2266,15 @@ var File_plugin_proto protoreflect.FileDescriptor
 const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\fplugin.proto\x12\x10vltava.plugin.v1\"\r\n" +
-	"\vInfoRequest\"\x91\x01\n" +
+	"\vInfoRequest\"\xb2\x01\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12\x1c\n" +
 	"\tcompactor\x18\x04 \x01(\bR\tcompactor\x12!\n" +
-	"\fsdk_protocol\x18\x05 \x01(\x05R\vsdkProtocol\"&\n" +
+	"\fsdk_protocol\x18\x05 \x01(\x05R\vsdkProtocol\x12\x1f\n" +
+	"\vconn_filter\x18\x06 \x01(\bR\n" +
+	"connFilter\"&\n" +
 	"\x10ConfigureRequest\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\fR\x04json\"\x13\n" +
 	"\x11ConfigureResponse\"&\n" +
@@ -2182,7 +2312,16 @@ const file_plugin_proto_rawDesc = "" +
 	"\alengths\x18\x03 \x03(\x05R\alengths\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x04 \x03(\x05R\n" +
-	"partitions\"8\n" +
+	"partitions\"T\n" +
+	"\fAdmitRequest\x12\x1f\n" +
+	"\vclient_addr\x18\x01 \x01(\tR\n" +
+	"clientAddr\x12#\n" +
+	"\rlistener_name\x18\x02 \x01(\tR\flistenerName\"\x8f\x01\n" +
+	"\rAdmitResponse\x12\x18\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\x12%\n" +
+	"\x0eprincipal_type\x18\x02 \x01(\tR\rprincipalType\x12%\n" +
+	"\x0eprincipal_name\x18\x03 \x01(\tR\rprincipalName\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"8\n" +
 	"\x11MechanismsRequest\x12#\n" +
 	"\rlistener_name\x18\x01 \x01(\tR\flistenerName\"4\n" +
 	"\x12MechanismsResponse\x12\x1e\n" +
@@ -2284,13 +2423,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04Info\x12\x1d.vltava.plugin.v1.InfoRequest\x1a\x1e.vltava.plugin.v1.InfoResponse\x12T\n" +
 	"\tConfigure\x12\".vltava.plugin.v1.ConfigureRequest\x1a#.vltava.plugin.v1.ConfigureResponse2W\n" +
 	"\bAssignor\x12K\n" +
-	"\x06Assign\x12\x1f.vltava.plugin.v1.AssignRequest\x1a .vltava.plugin.v1.AssignResponse2\xbd\x02\n" +
+	"\x06Assign\x12\x1f.vltava.plugin.v1.AssignRequest\x1a .vltava.plugin.v1.AssignResponse2\x87\x03\n" +
 	"\rAuthenticator\x12W\n" +
 	"\n" +
 	"Mechanisms\x12#.vltava.plugin.v1.MechanismsRequest\x1a$.vltava.plugin.v1.MechanismsResponse\x12H\n" +
 	"\x05Start\x12\x1e.vltava.plugin.v1.StartRequest\x1a\x1f.vltava.plugin.v1.StartResponse\x12E\n" +
 	"\x04Step\x12\x1d.vltava.plugin.v1.StepRequest\x1a\x1e.vltava.plugin.v1.StepResponse\x12B\n" +
-	"\x03End\x12\x1c.vltava.plugin.v1.EndRequest\x1a\x1d.vltava.plugin.v1.EndResponse2\x9f\x06\n" +
+	"\x03End\x12\x1c.vltava.plugin.v1.EndRequest\x1a\x1d.vltava.plugin.v1.EndResponse\x12H\n" +
+	"\x05Admit\x12\x1e.vltava.plugin.v1.AdmitRequest\x1a\x1f.vltava.plugin.v1.AdmitResponse2\x9f\x06\n" +
 	"\rMetadataStore\x12B\n" +
 	"\x03Get\x12\x1c.vltava.plugin.v1.GetRequest\x1a\x1d.vltava.plugin.v1.GetResponse\x12E\n" +
 	"\x04List\x12\x1d.vltava.plugin.v1.ListRequest\x1a\x1e.vltava.plugin.v1.ListResponse\x12B\n" +
@@ -2315,7 +2455,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_plugin_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: vltava.plugin.v1.InfoRequest
 	(*InfoResponse)(nil),          // 1: vltava.plugin.v1.InfoResponse
@@ -2326,82 +2466,86 @@ var file_plugin_proto_goTypes = []any{
 	(*Topic)(nil),                 // 6: vltava.plugin.v1.Topic
 	(*AssignRequest)(nil),         // 7: vltava.plugin.v1.AssignRequest
 	(*AssignResponse)(nil),        // 8: vltava.plugin.v1.AssignResponse
-	(*MechanismsRequest)(nil),     // 9: vltava.plugin.v1.MechanismsRequest
-	(*MechanismsResponse)(nil),    // 10: vltava.plugin.v1.MechanismsResponse
-	(*StartRequest)(nil),          // 11: vltava.plugin.v1.StartRequest
-	(*StartResponse)(nil),         // 12: vltava.plugin.v1.StartResponse
-	(*StepRequest)(nil),           // 13: vltava.plugin.v1.StepRequest
-	(*StepResponse)(nil),          // 14: vltava.plugin.v1.StepResponse
-	(*EndRequest)(nil),            // 15: vltava.plugin.v1.EndRequest
-	(*EndResponse)(nil),           // 16: vltava.plugin.v1.EndResponse
-	(*KeyValue)(nil),              // 17: vltava.plugin.v1.KeyValue
-	(*GetRequest)(nil),            // 18: vltava.plugin.v1.GetRequest
-	(*GetResponse)(nil),           // 19: vltava.plugin.v1.GetResponse
-	(*ListRequest)(nil),           // 20: vltava.plugin.v1.ListRequest
-	(*ListResponse)(nil),          // 21: vltava.plugin.v1.ListResponse
-	(*PutRequest)(nil),            // 22: vltava.plugin.v1.PutRequest
-	(*PutResponse)(nil),           // 23: vltava.plugin.v1.PutResponse
-	(*DeleteRequest)(nil),         // 24: vltava.plugin.v1.DeleteRequest
-	(*DeleteResponse)(nil),        // 25: vltava.plugin.v1.DeleteResponse
-	(*Condition)(nil),             // 26: vltava.plugin.v1.Condition
-	(*Op)(nil),                    // 27: vltava.plugin.v1.Op
-	(*TxnRequest)(nil),            // 28: vltava.plugin.v1.TxnRequest
-	(*TxnResponse)(nil),           // 29: vltava.plugin.v1.TxnResponse
-	(*WatchRequest)(nil),          // 30: vltava.plugin.v1.WatchRequest
-	(*WatchEvent)(nil),            // 31: vltava.plugin.v1.WatchEvent
-	(*GrantSessionRequest)(nil),   // 32: vltava.plugin.v1.GrantSessionRequest
-	(*GrantSessionResponse)(nil),  // 33: vltava.plugin.v1.GrantSessionResponse
-	(*KeepAliveRequest)(nil),      // 34: vltava.plugin.v1.KeepAliveRequest
-	(*KeepAliveResponse)(nil),     // 35: vltava.plugin.v1.KeepAliveResponse
-	(*RevokeSessionRequest)(nil),  // 36: vltava.plugin.v1.RevokeSessionRequest
-	(*RevokeSessionResponse)(nil), // 37: vltava.plugin.v1.RevokeSessionResponse
-	(*CompactRequest)(nil),        // 38: vltava.plugin.v1.CompactRequest
-	(*CompactResponse)(nil),       // 39: vltava.plugin.v1.CompactResponse
+	(*AdmitRequest)(nil),          // 9: vltava.plugin.v1.AdmitRequest
+	(*AdmitResponse)(nil),         // 10: vltava.plugin.v1.AdmitResponse
+	(*MechanismsRequest)(nil),     // 11: vltava.plugin.v1.MechanismsRequest
+	(*MechanismsResponse)(nil),    // 12: vltava.plugin.v1.MechanismsResponse
+	(*StartRequest)(nil),          // 13: vltava.plugin.v1.StartRequest
+	(*StartResponse)(nil),         // 14: vltava.plugin.v1.StartResponse
+	(*StepRequest)(nil),           // 15: vltava.plugin.v1.StepRequest
+	(*StepResponse)(nil),          // 16: vltava.plugin.v1.StepResponse
+	(*EndRequest)(nil),            // 17: vltava.plugin.v1.EndRequest
+	(*EndResponse)(nil),           // 18: vltava.plugin.v1.EndResponse
+	(*KeyValue)(nil),              // 19: vltava.plugin.v1.KeyValue
+	(*GetRequest)(nil),            // 20: vltava.plugin.v1.GetRequest
+	(*GetResponse)(nil),           // 21: vltava.plugin.v1.GetResponse
+	(*ListRequest)(nil),           // 22: vltava.plugin.v1.ListRequest
+	(*ListResponse)(nil),          // 23: vltava.plugin.v1.ListResponse
+	(*PutRequest)(nil),            // 24: vltava.plugin.v1.PutRequest
+	(*PutResponse)(nil),           // 25: vltava.plugin.v1.PutResponse
+	(*DeleteRequest)(nil),         // 26: vltava.plugin.v1.DeleteRequest
+	(*DeleteResponse)(nil),        // 27: vltava.plugin.v1.DeleteResponse
+	(*Condition)(nil),             // 28: vltava.plugin.v1.Condition
+	(*Op)(nil),                    // 29: vltava.plugin.v1.Op
+	(*TxnRequest)(nil),            // 30: vltava.plugin.v1.TxnRequest
+	(*TxnResponse)(nil),           // 31: vltava.plugin.v1.TxnResponse
+	(*WatchRequest)(nil),          // 32: vltava.plugin.v1.WatchRequest
+	(*WatchEvent)(nil),            // 33: vltava.plugin.v1.WatchEvent
+	(*GrantSessionRequest)(nil),   // 34: vltava.plugin.v1.GrantSessionRequest
+	(*GrantSessionResponse)(nil),  // 35: vltava.plugin.v1.GrantSessionResponse
+	(*KeepAliveRequest)(nil),      // 36: vltava.plugin.v1.KeepAliveRequest
+	(*KeepAliveResponse)(nil),     // 37: vltava.plugin.v1.KeepAliveResponse
+	(*RevokeSessionRequest)(nil),  // 38: vltava.plugin.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil), // 39: vltava.plugin.v1.RevokeSessionResponse
+	(*CompactRequest)(nil),        // 40: vltava.plugin.v1.CompactRequest
+	(*CompactResponse)(nil),       // 41: vltava.plugin.v1.CompactResponse
 }
 var file_plugin_proto_depIdxs = []int32{
 	5,  // 0: vltava.plugin.v1.Topic.racks:type_name -> vltava.plugin.v1.PartitionRacks
 	6,  // 1: vltava.plugin.v1.AssignRequest.topics:type_name -> vltava.plugin.v1.Topic
 	4,  // 2: vltava.plugin.v1.AssignRequest.subscriptions:type_name -> vltava.plugin.v1.Subscription
-	17, // 3: vltava.plugin.v1.GetResponse.kv:type_name -> vltava.plugin.v1.KeyValue
-	17, // 4: vltava.plugin.v1.ListResponse.kvs:type_name -> vltava.plugin.v1.KeyValue
-	26, // 5: vltava.plugin.v1.TxnRequest.conditions:type_name -> vltava.plugin.v1.Condition
-	27, // 6: vltava.plugin.v1.TxnRequest.ops:type_name -> vltava.plugin.v1.Op
+	19, // 3: vltava.plugin.v1.GetResponse.kv:type_name -> vltava.plugin.v1.KeyValue
+	19, // 4: vltava.plugin.v1.ListResponse.kvs:type_name -> vltava.plugin.v1.KeyValue
+	28, // 5: vltava.plugin.v1.TxnRequest.conditions:type_name -> vltava.plugin.v1.Condition
+	29, // 6: vltava.plugin.v1.TxnRequest.ops:type_name -> vltava.plugin.v1.Op
 	0,  // 7: vltava.plugin.v1.Control.Info:input_type -> vltava.plugin.v1.InfoRequest
 	2,  // 8: vltava.plugin.v1.Control.Configure:input_type -> vltava.plugin.v1.ConfigureRequest
 	7,  // 9: vltava.plugin.v1.Assignor.Assign:input_type -> vltava.plugin.v1.AssignRequest
-	9,  // 10: vltava.plugin.v1.Authenticator.Mechanisms:input_type -> vltava.plugin.v1.MechanismsRequest
-	11, // 11: vltava.plugin.v1.Authenticator.Start:input_type -> vltava.plugin.v1.StartRequest
-	13, // 12: vltava.plugin.v1.Authenticator.Step:input_type -> vltava.plugin.v1.StepRequest
-	15, // 13: vltava.plugin.v1.Authenticator.End:input_type -> vltava.plugin.v1.EndRequest
-	18, // 14: vltava.plugin.v1.MetadataStore.Get:input_type -> vltava.plugin.v1.GetRequest
-	20, // 15: vltava.plugin.v1.MetadataStore.List:input_type -> vltava.plugin.v1.ListRequest
-	22, // 16: vltava.plugin.v1.MetadataStore.Put:input_type -> vltava.plugin.v1.PutRequest
-	24, // 17: vltava.plugin.v1.MetadataStore.Delete:input_type -> vltava.plugin.v1.DeleteRequest
-	28, // 18: vltava.plugin.v1.MetadataStore.Txn:input_type -> vltava.plugin.v1.TxnRequest
-	30, // 19: vltava.plugin.v1.MetadataStore.Watch:input_type -> vltava.plugin.v1.WatchRequest
-	32, // 20: vltava.plugin.v1.MetadataStore.GrantSession:input_type -> vltava.plugin.v1.GrantSessionRequest
-	34, // 21: vltava.plugin.v1.MetadataStore.KeepAlive:input_type -> vltava.plugin.v1.KeepAliveRequest
-	36, // 22: vltava.plugin.v1.MetadataStore.RevokeSession:input_type -> vltava.plugin.v1.RevokeSessionRequest
-	38, // 23: vltava.plugin.v1.MetadataStore.Compact:input_type -> vltava.plugin.v1.CompactRequest
-	1,  // 24: vltava.plugin.v1.Control.Info:output_type -> vltava.plugin.v1.InfoResponse
-	3,  // 25: vltava.plugin.v1.Control.Configure:output_type -> vltava.plugin.v1.ConfigureResponse
-	8,  // 26: vltava.plugin.v1.Assignor.Assign:output_type -> vltava.plugin.v1.AssignResponse
-	10, // 27: vltava.plugin.v1.Authenticator.Mechanisms:output_type -> vltava.plugin.v1.MechanismsResponse
-	12, // 28: vltava.plugin.v1.Authenticator.Start:output_type -> vltava.plugin.v1.StartResponse
-	14, // 29: vltava.plugin.v1.Authenticator.Step:output_type -> vltava.plugin.v1.StepResponse
-	16, // 30: vltava.plugin.v1.Authenticator.End:output_type -> vltava.plugin.v1.EndResponse
-	19, // 31: vltava.plugin.v1.MetadataStore.Get:output_type -> vltava.plugin.v1.GetResponse
-	21, // 32: vltava.plugin.v1.MetadataStore.List:output_type -> vltava.plugin.v1.ListResponse
-	23, // 33: vltava.plugin.v1.MetadataStore.Put:output_type -> vltava.plugin.v1.PutResponse
-	25, // 34: vltava.plugin.v1.MetadataStore.Delete:output_type -> vltava.plugin.v1.DeleteResponse
-	29, // 35: vltava.plugin.v1.MetadataStore.Txn:output_type -> vltava.plugin.v1.TxnResponse
-	31, // 36: vltava.plugin.v1.MetadataStore.Watch:output_type -> vltava.plugin.v1.WatchEvent
-	33, // 37: vltava.plugin.v1.MetadataStore.GrantSession:output_type -> vltava.plugin.v1.GrantSessionResponse
-	35, // 38: vltava.plugin.v1.MetadataStore.KeepAlive:output_type -> vltava.plugin.v1.KeepAliveResponse
-	37, // 39: vltava.plugin.v1.MetadataStore.RevokeSession:output_type -> vltava.plugin.v1.RevokeSessionResponse
-	39, // 40: vltava.plugin.v1.MetadataStore.Compact:output_type -> vltava.plugin.v1.CompactResponse
-	24, // [24:41] is the sub-list for method output_type
-	7,  // [7:24] is the sub-list for method input_type
+	11, // 10: vltava.plugin.v1.Authenticator.Mechanisms:input_type -> vltava.plugin.v1.MechanismsRequest
+	13, // 11: vltava.plugin.v1.Authenticator.Start:input_type -> vltava.plugin.v1.StartRequest
+	15, // 12: vltava.plugin.v1.Authenticator.Step:input_type -> vltava.plugin.v1.StepRequest
+	17, // 13: vltava.plugin.v1.Authenticator.End:input_type -> vltava.plugin.v1.EndRequest
+	9,  // 14: vltava.plugin.v1.Authenticator.Admit:input_type -> vltava.plugin.v1.AdmitRequest
+	20, // 15: vltava.plugin.v1.MetadataStore.Get:input_type -> vltava.plugin.v1.GetRequest
+	22, // 16: vltava.plugin.v1.MetadataStore.List:input_type -> vltava.plugin.v1.ListRequest
+	24, // 17: vltava.plugin.v1.MetadataStore.Put:input_type -> vltava.plugin.v1.PutRequest
+	26, // 18: vltava.plugin.v1.MetadataStore.Delete:input_type -> vltava.plugin.v1.DeleteRequest
+	30, // 19: vltava.plugin.v1.MetadataStore.Txn:input_type -> vltava.plugin.v1.TxnRequest
+	32, // 20: vltava.plugin.v1.MetadataStore.Watch:input_type -> vltava.plugin.v1.WatchRequest
+	34, // 21: vltava.plugin.v1.MetadataStore.GrantSession:input_type -> vltava.plugin.v1.GrantSessionRequest
+	36, // 22: vltava.plugin.v1.MetadataStore.KeepAlive:input_type -> vltava.plugin.v1.KeepAliveRequest
+	38, // 23: vltava.plugin.v1.MetadataStore.RevokeSession:input_type -> vltava.plugin.v1.RevokeSessionRequest
+	40, // 24: vltava.plugin.v1.MetadataStore.Compact:input_type -> vltava.plugin.v1.CompactRequest
+	1,  // 25: vltava.plugin.v1.Control.Info:output_type -> vltava.plugin.v1.InfoResponse
+	3,  // 26: vltava.plugin.v1.Control.Configure:output_type -> vltava.plugin.v1.ConfigureResponse
+	8,  // 27: vltava.plugin.v1.Assignor.Assign:output_type -> vltava.plugin.v1.AssignResponse
+	12, // 28: vltava.plugin.v1.Authenticator.Mechanisms:output_type -> vltava.plugin.v1.MechanismsResponse
+	14, // 29: vltava.plugin.v1.Authenticator.Start:output_type -> vltava.plugin.v1.StartResponse
+	16, // 30: vltava.plugin.v1.Authenticator.Step:output_type -> vltava.plugin.v1.StepResponse
+	18, // 31: vltava.plugin.v1.Authenticator.End:output_type -> vltava.plugin.v1.EndResponse
+	10, // 32: vltava.plugin.v1.Authenticator.Admit:output_type -> vltava.plugin.v1.AdmitResponse
+	21, // 33: vltava.plugin.v1.MetadataStore.Get:output_type -> vltava.plugin.v1.GetResponse
+	23, // 34: vltava.plugin.v1.MetadataStore.List:output_type -> vltava.plugin.v1.ListResponse
+	25, // 35: vltava.plugin.v1.MetadataStore.Put:output_type -> vltava.plugin.v1.PutResponse
+	27, // 36: vltava.plugin.v1.MetadataStore.Delete:output_type -> vltava.plugin.v1.DeleteResponse
+	31, // 37: vltava.plugin.v1.MetadataStore.Txn:output_type -> vltava.plugin.v1.TxnResponse
+	33, // 38: vltava.plugin.v1.MetadataStore.Watch:output_type -> vltava.plugin.v1.WatchEvent
+	35, // 39: vltava.plugin.v1.MetadataStore.GrantSession:output_type -> vltava.plugin.v1.GrantSessionResponse
+	37, // 40: vltava.plugin.v1.MetadataStore.KeepAlive:output_type -> vltava.plugin.v1.KeepAliveResponse
+	39, // 41: vltava.plugin.v1.MetadataStore.RevokeSession:output_type -> vltava.plugin.v1.RevokeSessionResponse
+	41, // 42: vltava.plugin.v1.MetadataStore.Compact:output_type -> vltava.plugin.v1.CompactResponse
+	25, // [25:43] is the sub-list for method output_type
+	7,  // [7:25] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -2418,7 +2562,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -275,6 +275,7 @@ const (
 	Authenticator_Start_FullMethodName      = "/vltava.plugin.v1.Authenticator/Start"
 	Authenticator_Step_FullMethodName       = "/vltava.plugin.v1.Authenticator/Step"
 	Authenticator_End_FullMethodName        = "/vltava.plugin.v1.Authenticator/End"
+	Authenticator_Admit_FullMethodName      = "/vltava.plugin.v1.Authenticator/Admit"
 )
 
 // AuthenticatorClient is the client API for Authenticator service.
@@ -285,6 +286,8 @@ type AuthenticatorClient interface {
 	Start(ctx context.Context, in *StartRequest, opts ...grpc.CallOption) (*StartResponse, error)
 	Step(ctx context.Context, in *StepRequest, opts ...grpc.CallOption) (*StepResponse, error)
 	End(ctx context.Context, in *EndRequest, opts ...grpc.CallOption) (*EndResponse, error)
+	// Admit decides on a connection when it is accepted (sdk.ConnFilter).
+	Admit(ctx context.Context, in *AdmitRequest, opts ...grpc.CallOption) (*AdmitResponse, error)
 }
 
 type authenticatorClient struct {
@@ -335,6 +338,16 @@ func (c *authenticatorClient) End(ctx context.Context, in *EndRequest, opts ...g
 	return out, nil
 }
 
+func (c *authenticatorClient) Admit(ctx context.Context, in *AdmitRequest, opts ...grpc.CallOption) (*AdmitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdmitResponse)
+	err := c.cc.Invoke(ctx, Authenticator_Admit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AuthenticatorServer is the server API for Authenticator service.
 // All implementations must embed UnimplementedAuthenticatorServer
 // for forward compatibility.
@@ -343,6 +356,8 @@ type AuthenticatorServer interface {
 	Start(context.Context, *StartRequest) (*StartResponse, error)
 	Step(context.Context, *StepRequest) (*StepResponse, error)
 	End(context.Context, *EndRequest) (*EndResponse, error)
+	// Admit decides on a connection when it is accepted (sdk.ConnFilter).
+	Admit(context.Context, *AdmitRequest) (*AdmitResponse, error)
 	mustEmbedUnimplementedAuthenticatorServer()
 }
 
@@ -364,6 +379,9 @@ func (UnimplementedAuthenticatorServer) Step(context.Context, *StepRequest) (*St
 }
 func (UnimplementedAuthenticatorServer) End(context.Context, *EndRequest) (*EndResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method End not implemented")
+}
+func (UnimplementedAuthenticatorServer) Admit(context.Context, *AdmitRequest) (*AdmitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Admit not implemented")
 }
 func (UnimplementedAuthenticatorServer) mustEmbedUnimplementedAuthenticatorServer() {}
 func (UnimplementedAuthenticatorServer) testEmbeddedByValue()                       {}
@@ -458,6 +476,24 @@ func _Authenticator_End_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Authenticator_Admit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdmitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthenticatorServer).Admit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Authenticator_Admit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthenticatorServer).Admit(ctx, req.(*AdmitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Authenticator_ServiceDesc is the grpc.ServiceDesc for Authenticator service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -480,6 +516,10 @@ var Authenticator_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "End",
 			Handler:    _Authenticator_End_Handler,
+		},
+		{
+			MethodName: "Admit",
+			Handler:    _Authenticator_Admit_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

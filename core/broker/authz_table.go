@@ -74,6 +74,8 @@ var authzTable = map[int16]authzRule{
 	47: {rtGroup, opDelete, checkOffsetDelete}, // + READ on each topic
 	48: {rtCluster, opDescribeConfigs, onCluster(opDescribeConfigs)},
 	49: {rtCluster, opAlterConfigs, onCluster(opAlterConfigs)},
+	50: {rtCluster, opDescribe, onCluster(opDescribe)},
+	51: {rtCluster, opAlter, onCluster(opAlter)},
 	60: {rtCluster, opDescribe, checkDescribeCluster},  // refuses nothing; computes authorized operations
 	68: {rtGroup, opRead, checkConsumerGroupHeartbeat}, // + DESCRIBE on each subscribed topic
 	69: {rtGroup, opDescribe, eachGroup(opDescribe, splitConsumerGroupDescribe)},
@@ -165,6 +167,24 @@ func denyWhole(r kmsg.Request, code int16) kmsg.Response {
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		add := func(user string) {
+			if !seen[user] {
+				seen[user] = true
+				res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				res.User, res.ErrorCode = user, code
+				resp.Results = append(resp.Results, res)
+			}
+		}
+		for _, d := range r.Deletions {
+			add(d.Name)
+		}
+		for _, u := range r.Upsertions {
+			add(u.Name)
 		}
 		return resp
 	case *kmsg.DescribeLogDirsRequest:

@@ -585,6 +585,16 @@ func authzCases() []authzCase {
 				r.Entries, r.ValidateOnly = append(r.Entries, en), true
 				return r
 			}},
+		{key: 50, name: "DescribeUserScramCredentials", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opDescribe)},
+			req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() }},
+		{key: 51, name: "AlterUserScramCredentials", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opAlter)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+				d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+				d.Name, d.Mechanism = "nobody", 2
+				r.Deletions = append(r.Deletions, d)
+				return r
+			}},
 		{key: 60, name: "DescribeClusterAuthorizedOperations", grant: []acl.Binding{clusterACL("", opAlter)},
 			req: func(e *authzEnv) kmsg.Request {
 				r := kmsg.NewPtrDescribeClusterRequest()

@@ -158,6 +158,9 @@ var kafkaAliases = []kafkaAlias{
 // decodeMap to refuse.
 func translateKafkaKeys(m map[string]any) (ignored []string, err error) {
 	known := vltavaKeys()
+	if err := translateAuthorizer(m); err != nil {
+		return nil, err
+	}
 	for _, a := range kafkaAliases {
 		v, ok := m[a.key]
 		if !ok {
@@ -232,4 +235,35 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// kafkaACLAuthorizers are Kafka's ACL authorizer classes; Vltava's
+// authorizer "acl" enforces the same ACLs.
+var kafkaACLAuthorizers = []string{
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"kafka.security.authorizer.AclAuthorizer",
+	"kafka.security.auth.SimpleAclAuthorizer",
+}
+
+// translateAuthorizer reads Kafka's authorizer.class.name: one of Kafka's
+// ACL authorizers means authorizer: acl (unless authorizer is set); any
+// other class is refused, since ignoring it would run without the
+// authorization the file asks for.
+func translateAuthorizer(m map[string]any) error {
+	v, ok := m["authorizer.class.name"]
+	if !ok {
+		return nil
+	}
+	delete(m, "authorizer.class.name")
+	class := strings.TrimSpace(fmt.Sprint(v))
+	switch {
+	case class == "":
+		return nil
+	case !slices.Contains(kafkaACLAuthorizers, class):
+		return fmt.Errorf("authorizer.class.name %q: Vltava runs no Java authorizer; authorizer: acl enforces Kafka's ACLs", class)
+	}
+	if _, set := m["authorizer"]; !set {
+		m["authorizer"] = "acl"
+	}
+	return nil
 }

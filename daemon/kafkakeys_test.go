@@ -62,6 +62,25 @@ func TestKafkaAliasPrecedence(t *testing.T) {
 	}
 }
 
+// TestKafkaAuthorizerClass: Kafka's ACL authorizer classes turn on
+// authorizer: acl; a class Vltava cannot run stops the broker rather than
+// running it unprotected.
+func TestKafkaAuthorizerClass(t *testing.T) {
+	cfg, err := loadArgs(t, "--config", writeFile(t, "k.properties",
+		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\nsuper.users=User:admin;User:broker\n"+
+			"allow.everyone.if.no.acl.found=true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Authorizer != "acl" || cfg.SuperUsers != "User:admin;User:broker" || !cfg.AllowEveryoneIfNoACLFound {
+		t.Errorf("authorizer %q super.users %q allow.everyone %v", cfg.Authorizer, cfg.SuperUsers, cfg.AllowEveryoneIfNoACLFound)
+	}
+	if _, err := loadArgs(t, "--config", writeFile(t, "k.properties", "authorizer.class.name=com.example.RangerAuthorizer\n")); err == nil ||
+		!strings.Contains(err.Error(), "authorizer.class.name") {
+		t.Errorf("a custom authorizer class loaded: %v", err)
+	}
+}
+
 // TestOverride: --override applies over the config file, flags over both.
 func TestOverride(t *testing.T) {
 	p := writeFile(t, "v.yaml", "num.partitions: 2\nlog.retention.ms: 100\n")

@@ -122,6 +122,7 @@ func handleFetch(b *Broker, ctx context.Context, req *wire.Request) (*wire.Respo
 	}
 	throttle := b.fetchThrottle(req, r, fr.ranges)
 	resp.ThrottleMillis = millis(throttle)
+	applyDenied(ctx, resp) // topics the principal may not read (authz.go)
 	frame, err := wire.FetchFrame(resp, fr.ranges)
 	if err != nil {
 		fr.release()

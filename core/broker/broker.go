@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vltava/vltava/core/acl"
 	"github.com/vltava/vltava/core/clients"
 	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/core/quota"
@@ -76,6 +77,7 @@ type Broker struct {
 	assignors []sdk.Assignor
 	groups    *groupHost // the group coordinator; set in start
 	quotas    *quota.Manager
+	authz     *acl.Authorizer // nil without authorizer: acl (authz.go)
 
 	// isrShrinks and isrExpands count this broker's committed ISR
 	// changes as leader (monitoring, stats.go).
@@ -114,6 +116,10 @@ func New(cfg config.Broker, opts Options) (*Broker, error) {
 		assignors:      opts.Assignors,
 		quotas:         newQuotas(cfg.QuotaWindowNum, cfg.QuotaWindowSizeSeconds),
 		clients:        clients.New(),
+	}
+	var err error
+	if b.authz, err = newAuthorizer(cfg); err != nil {
+		return nil, err
 	}
 	b.meta.Store(emptySnapshot())
 	return b, nil
@@ -214,6 +220,7 @@ func (b *Broker) start() error {
 	}()
 	b.startCleaner()
 	b.startQuotas()
+	b.startAuthorizer()
 	b.logger.Info("broker: serving", "addr", ln.Addr().String(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
 	return nil
 }

@@ -23,6 +23,24 @@
 // (wire.ConnInfo.Principal); a failure is answered, then the connection
 // closes. A PLAINTEXT listener leaves every connection sdk.Anonymous.
 //
+// # Authorization
+//
+// With authorizer: acl, Handle passes every request through authorize
+// (authz.go) before its handler. authzTable (authz_table.go) is Kafka's
+// authorization table, one row per served API key: the resource type and
+// operation it checks and a check that reads the resource names from the
+// request. A check refuses the whole request with the API's
+// *_AUTHORIZATION_FAILED (the handler does not run), or takes the refused
+// topics or groups out of the request and merges them, with their error,
+// into the handler's response (Fetch, which encodes its response itself,
+// applies the merge with applyDenied before framing). Metadata,
+// ListGroups and OffsetFetch of all topics drop what the principal may
+// not DESCRIBE. Decisions come from core/acl, which follows /acls/ keys in
+// the metadata store; CreateAcls/DescribeAcls/DeleteAcls write and read
+// them. Replica fetches and follower OffsetForLeaderEpoch need
+// CLUSTER_ACTION on the cluster, so the principal brokers connect with
+// must be a super user. A test fails when an API is served without a row.
+//
 // # Data directory
 //
 //	<log.dirs>/

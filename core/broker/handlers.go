@@ -48,6 +48,9 @@ func init() {
 		{21, "DeleteRecords", 0, 2, handleDeleteRecords},
 		{22, "InitProducerId", 0, 5, handleInitProducerID},
 		{23, "OffsetForLeaderEpoch", 0, 4, handleOffsetForLeaderEpoch},
+		{29, "DescribeAcls", 0, 3, handleDescribeACLs},
+		{30, "CreateAcls", 0, 3, handleCreateACLs},
+		{31, "DeleteAcls", 0, 3, handleDeleteACLs},
 		{32, "DescribeConfigs", 0, 4, handleDescribeConfigs},
 		{33, "AlterConfigs", 0, 2, handleAlterConfigs},
 		{35, "DescribeLogDirs", 0, 4, handleDescribeLogDirs},
@@ -95,7 +98,13 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response,
 		return nil, fmt.Errorf("broker: %s v%d is not served (v%d-v%d are)", a.name, req.Version, a.min, a.max)
 	}
 	start := time.Now()
-	resp, err := a.handle(b, ctx, req)
+	var resp *wire.Response
+	var err error
+	if b.authz != nil {
+		resp, err = b.authorize(ctx, req, a)
+	} else {
+		resp, err = a.handle(b, ctx, req)
+	}
 	took := time.Since(start)
 	if obs := b.opts.ObserveRequest; obs != nil {
 		obs(req.Key, took)

@@ -162,6 +162,16 @@ type Broker struct {
 	// OffsetsTopicReplicationFactor is __consumer_offsets' replication
 	// factor, capped at the number of live brokers when it is created.
 	OffsetsTopicReplicationFactor int16 `mapstructure:"offsets.topic.replication.factor"`
+
+	// Authorization (core/acl). Authorizer "acl" checks every request
+	// against the ACLs in the metadata store; empty authorizes nothing
+	// (Kafka without authorizer.class.name). SuperUsers is Kafka's
+	// super.users, "User:admin;User:broker": allowed everything, and what
+	// the inter-broker principal must be. AllowEveryoneIfNoACLFound
+	// allows a request on a resource no ACL names.
+	Authorizer                string `mapstructure:"authorizer"`
+	SuperUsers                string `mapstructure:"super.users"`
+	AllowEveryoneIfNoACLFound bool   `mapstructure:"allow.everyone.if.no.acl.found"`
 }
 
 // PluginConfigKeys are the broker keys whose values are plugin config

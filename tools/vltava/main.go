@@ -40,7 +40,7 @@ type command struct {
 // commands is the whole command table; each group's file defines its rows.
 var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands, groupCommands,
 	brokerCommands, partitionCommands, conformanceCommands, clusterCommands, quotaCommands, doctorCommands,
-	clientsCommands, completionCommands, metadataCommands, userCommands)
+	clientsCommands, completionCommands, metadataCommands, userCommands, aclCommands)
 
 func concat(groups ...[]command) []command {
 	var all []command

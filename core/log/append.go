@@ -95,6 +95,11 @@ func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult
 	for id, p := range pending {
 		l.producers[id] = p
 	}
+	for _, b := range batches { // transactions (txn.go)
+		if b.h.Transactional() {
+			l.txns.apply(b.h, controlTypeOf(b.h, records[b.off:]))
+		}
+	}
 	res = AppendResult{BaseOffset: end, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: start}
 	if opts.LogAppendTime > 0 {
 		res.LogAppendTime = opts.LogAppendTime
@@ -377,7 +382,7 @@ func (l *Log) rollLocked() error {
 	l.segs = append(slices.Clone(l.segs), seg)
 	l.dirGen++
 	l.mu.Unlock()
-	if err := writeSnapshot(l.dir, end, l.producers, false); err != nil {
+	if err := writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), false); err != nil {
 		l.config().Logger.Warn("log: producer snapshot failed", "dir", l.dir, "err", err)
 	}
 	return nil

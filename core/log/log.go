@@ -102,6 +102,7 @@ type Log struct {
 	epochs    epochCache    // leader-epoch cache; own locks, taken after all others
 	producers producerState // guarded by appendMu
 	prunedAt  int64         // log start offset producers were last pruned at; guarded by appendMu
+	txns      txnIndex      // open and aborted transactions (txn.go)
 	lastWrite writtenAt     // where the last append's bytes start; guarded by appendMu
 
 	mu              sync.RWMutex
@@ -223,7 +224,7 @@ func (l *Log) Close() error {
 	end, segs := l.end, l.segs
 	l.mu.Unlock()
 	if err == nil {
-		err = writeSnapshot(l.dir, end, l.producers, true)
+		err = writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), true)
 	}
 	if err == nil {
 		err = writeFileAtomic(l.dir, cleanShutdownFile, encodeCleanMarker(end, l.cleanTable()), true)

@@ -1,0 +1,159 @@
+package log
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/vltava/vltava/core/record"
+)
+
+// AbortedTxn is one aborted transaction of the partition: the producer,
+// the offset of its first batch here and the offset of its ABORT marker.
+// read_committed consumers skip the producer's batches in
+// [FirstOffset, LastOffset]. LastStableOffset is the partition's last
+// stable offset right after the marker.
+type AbortedTxn struct {
+	ProducerID, FirstOffset, LastOffset, LastStableOffset int64
+}
+
+// txnIndex is the transaction state readers need without appendMu: the
+// first offset of every open transaction (for the last stable offset) and
+// the aborted transactions whose marker is at or above the log start.
+// Writers hold appendMu and then mu.
+//
+// INVARIANT: ongoing holds exactly the producers with inTxn set in
+// Log.producers, with their txnFirst; aborted is sorted by LastOffset.
+type txnIndex struct {
+	mu      sync.Mutex
+	ongoing map[int64]int64 // producer ID -> first offset; guarded by mu
+	aborted []AbortedTxn    // guarded by mu
+}
+
+// resetLocked rebuilds ongoing from ps and installs aborted.
+// REQUIRES: l.appendMu (or Open).
+func (t *txnIndex) reset(ps producerState, aborted []AbortedTxn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ongoing = map[int64]int64{}
+	for id, p := range ps {
+		if p.inTxn {
+			t.ongoing[id] = p.txnFirst
+		}
+	}
+	t.aborted = aborted
+}
+
+// apply records one appended batch h (offsets assigned); ctl is the
+// control type of a control batch. REQUIRES: l.appendMu.
+func (t *txnIndex) apply(h record.Header, ctl int16) {
+	if h.ProducerID < 0 || !h.Transactional() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !h.Control() {
+		if _, ok := t.ongoing[h.ProducerID]; !ok {
+			t.ongoing[h.ProducerID] = h.BaseOffset
+		}
+		return
+	}
+	first, ok := t.ongoing[h.ProducerID]
+	delete(t.ongoing, h.ProducerID)
+	if !ok || ctl != record.ControlAbort {
+		return
+	}
+	lso := h.LastOffset() + 1
+	for _, f := range t.ongoing {
+		lso = min(lso, f)
+	}
+	t.aborted = append(t.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset, LastStableOffset: lso})
+}
+
+// snapshot returns the aborted transactions with a marker at or above
+// start, for a producer snapshot.
+func (t *txnIndex) snapshot(start int64) []AbortedTxn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(t.aborted, start, func(a AbortedTxn, s int64) int {
+		return cmpInt64(a.LastOffset, s)
+	})
+	if i > 0 {
+		t.aborted = slices.Clone(t.aborted[i:]) // retention dropped their segments
+	}
+	return slices.Clone(t.aborted)
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// FirstUnstableOffset returns the first offset of the oldest open
+// transaction on the partition; ok is false when none is open. The last
+// stable offset is the smaller of it and the high watermark.
+func (l *Log) FirstUnstableOffset() (off int64, ok bool) {
+	l.txns.mu.Lock()
+	defer l.txns.mu.Unlock()
+	for _, f := range l.txns.ongoing {
+		if !ok || f < off {
+			off, ok = f, true
+		}
+	}
+	return off, ok
+}
+
+// LastStableOffset is min(hw, the first offset of the oldest open
+// transaction).
+func (l *Log) LastStableOffset(hw int64) int64 {
+	if f, ok := l.FirstUnstableOffset(); ok && f < hw {
+		return f
+	}
+	return hw
+}
+
+// AbortedTxns returns the aborted transactions that overlap [from, upTo):
+// marker at or after from and first batch before upTo, in marker order.
+func (l *Log) AbortedTxns(from, upTo int64) []AbortedTxn {
+	l.txns.mu.Lock()
+	defer l.txns.mu.Unlock()
+	var out []AbortedTxn
+	for _, a := range l.txns.aborted {
+		if a.LastOffset >= from && a.FirstOffset < upTo {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// AppendMarker appends a transaction marker for producerID at epoch
+// (COMMIT when commit, else ABORT) as the leader, stamped with
+// leaderEpoch, and returns its offset. A marker for a producer without an
+// open transaction here is still written (the coordinator does not know
+// which partitions got data), as Kafka does.
+func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, leaderEpoch int32, now int64) (int64, error) {
+	b := record.MarkerBatch(producerID, epoch, commit, coordinatorEpoch, now)
+	res, err := l.Append(b, AppendOptions{LeaderEpoch: leaderEpoch, CRCChecked: true})
+	if err != nil {
+		return -1, fmt.Errorf("log: append marker: %w", err)
+	}
+	return res.BaseOffset, nil
+}
+
+// controlTypeOf returns the control type of the batch at off in records,
+// or -1 if it is not a control batch or can not be read.
+func controlTypeOf(h record.Header, batch []byte) int16 {
+	if !h.Control() {
+		return -1
+	}
+	ctl, err := record.ControlType(batch)
+	if err != nil {
+		return -1
+	}
+	return ctl
+}

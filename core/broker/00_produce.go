@@ -20,10 +20,12 @@ package broker
 //   - record.Validate checks the batch with the topic's max.message.bytes
 //     (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, ...), and keys
 //     on compacted topics;
-//   - a transactional batch is INVALID_TXN_STATE: without a transaction
-//     coordinator no transaction can be ongoing, and that is the code a
-//     Kafka broker gives a transactional batch whose transaction it cannot
-//     verify;
+//   - a transactional batch must belong to the producer's ongoing
+//     transaction, with this partition added to it (KIP-890 part 1,
+//     checked with the local transaction coordinator, txns.go), else
+//     INVALID_TXN_STATE; when the coordinator of the transactional ID is
+//     another broker the batch is accepted unchecked (not yet verified
+//     across brokers);
 //   - idempotent batches go through the log's sequence checks:
 //     OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, and a
 //     duplicate of one of the producer's last five batches is answered
@@ -54,6 +56,7 @@ import (
 	"github.com/vltava/vltava/core/log"
 	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/record"
+	"github.com/vltava/vltava/core/txn"
 	"github.com/vltava/vltava/core/wire"
 )
 
@@ -152,8 +155,9 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 		if err != nil {
 			return err
 		}
-		if h.Transactional() {
-			return fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
+		if h.Transactional() && !b.txns.verify(r.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TP{Topic: t.name, Partition: sp.Partition}) {
+			// KIP-890 part 1 (issue 11): no hanging transactions.
+			return fmt.Errorf("transactional batch from producer %d epoch %d: the partition is not in its ongoing transaction: %w", h.ProducerID, h.ProducerEpoch, kerr.InvalidTxnState)
 		}
 		numRecords = h.NumRecords
 		if r.Acks == -1 && int32(l.ISRSize) < cfg.MinInsyncReplicas {

@@ -129,6 +129,9 @@ type Coordinator struct {
 	parts map[int32]Ownership
 	// nextRetention is when offsets retention next runs.
 	nextRetention time.Time
+	// txnOffsets are the offsets of open transactions (txn_offsets.go):
+	// group -> producer ID -> partition -> offset.
+	txnOffsets map[string]map[int64]map[tp]offset
 }
 
 // New returns an empty coordinator that owns no partition: every group

@@ -23,7 +23,8 @@ package broker
 //   - a transactional batch must belong to the producer's ongoing
 //     transaction, with this partition added to it (KIP-890 part 1,
 //     checked with the local transaction coordinator, txns.go), else
-//     INVALID_TXN_STATE; when the coordinator of the transactional ID is
+//     INVALID_TXN_STATE (COORDINATOR_LOAD_IN_PROGRESS while the local
+//     coordinator loads); when the coordinator of the transactional ID is
 //     another broker the batch is accepted unchecked (not yet verified
 //     across brokers);
 //   - idempotent batches go through the log's sequence checks:
@@ -155,9 +156,11 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 		if err != nil {
 			return err
 		}
-		if h.Transactional() && !b.txns.verify(r.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TP{Topic: t.name, Partition: sp.Partition}) {
+		if h.Transactional() {
 			// KIP-890 part 1 (issue 11): no hanging transactions.
-			return fmt.Errorf("transactional batch from producer %d epoch %d: the partition is not in its ongoing transaction: %w", h.ProducerID, h.ProducerEpoch, kerr.InvalidTxnState)
+			if err := b.txns.verify(r.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TP{Topic: t.name, Partition: sp.Partition}); err != nil {
+				return fmt.Errorf("transactional batch from producer %d epoch %d: not in an ongoing transaction with this partition: %w", h.ProducerID, h.ProducerEpoch, err)
+			}
 		}
 		numRecords = h.NumRecords
 		if r.Acks == -1 && int32(l.ISRSize) < cfg.MinInsyncReplicas {

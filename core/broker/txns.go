@@ -44,6 +44,12 @@ type txnHost struct {
 	txns   map[string]*txn.Txn // loaded IDs; guarded by mu
 	loaded map[int32]int32     // __transaction_state partition -> leader epoch loaded at; guarded by mu
 	busy   map[string]bool     // IDs whose markers are being written; guarded by mu
+	// view mirrors txns (ID -> *txn.Txn, never modified once stored) for
+	// the produce path's check (verify), which runs under a partition's
+	// leader/ISR lock and so must not take mu.
+	view sync.Map
+	// loadedAt mirrors loaded (partition -> leader epoch) for verify.
+	loadedAt sync.Map
 
 	createMu sync.Mutex // serializes creating __transaction_state
 }
@@ -116,6 +122,7 @@ func (h *txnHost) coordinatorLocked(id string) (*partition, int16) {
 		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
 	h.loaded[i] = st.View.LeaderEpoch
+	h.loadedAt.Store(i, st.View.LeaderEpoch)
 	return p, 0
 }
 
@@ -134,6 +141,7 @@ func (h *txnHost) unloadLocked() {
 			}
 		}
 		delete(h.loaded, i)
+		h.loadedAt.Delete(i)
 		n := int32(0)
 		if t != nil {
 			n = int32(len(t.partitions))
@@ -141,6 +149,7 @@ func (h *txnHost) unloadLocked() {
 		for id := range h.txns {
 			if n == 0 || txn.PartitionFor(id, n) == i {
 				delete(h.txns, id)
+				h.view.Delete(id)
 			}
 		}
 		h.b.logger.Info("broker: transaction coordinator unloaded", "partition", i)
@@ -155,6 +164,7 @@ func (h *txnHost) loadLocked(p *partition, i int32) error {
 	for id := range h.txns {
 		if txn.PartitionFor(id, n) == i {
 			delete(h.txns, id)
+			h.view.Delete(id)
 		}
 	}
 	found := map[string]*txn.Txn{}
@@ -185,6 +195,7 @@ func (h *txnHost) loadLocked(p *partition, i int32) error {
 			continue
 		}
 		h.txns[id] = t
+		h.view.Store(id, t)
 		if t.Status.Preparing() && !h.busy[id] {
 			h.busy[id] = true
 			h.b.wg.Add(1)
@@ -232,6 +243,7 @@ func (h *txnHost) update(p *partition, cur, next *txn.Txn) error {
 		return errors.New("broker: transaction state unloaded meanwhile")
 	}
 	h.txns[next.ID] = next
+	h.view.Store(next.ID, next)
 	return nil
 }
 
@@ -437,22 +449,53 @@ func (h *txnHost) abortTimedOut() {
 	}
 }
 
-// verify says whether a transactional batch of producer pid at epoch for
-// tp belongs to an ongoing transaction that includes tp (KIP-890 part 1).
-// When the coordinator of the transaction is another broker it can not
-// tell and accepts (see the issue 11 notes in 00_produce.go).
-func (h *txnHost) verify(id *string, pid int64, epoch int16, tp txn.TP) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if id == nil {
-		// Produce names the transactional ID; without one the batch can
-		// not be checked against a transaction.
-		return false
+// verify checks that a transactional batch of producer pid at epoch for
+// tp belongs to an ongoing transaction that includes tp (KIP-890 part 1):
+// nil if so, else an error carrying the Kafka code. It runs under tp's
+// leader/ISR lock, so it reads only the lock-free mirrors (view,
+// loadedAt) and the __transaction_state partition's published state.
+// While the ID's partition is led here but not loaded yet, the answer is
+// COORDINATOR_LOAD_IN_PROGRESS (retriable) and a load starts. When another
+// broker coordinates the ID it can not tell and accepts (not yet verified
+// across brokers, see 00_produce.go).
+func (h *txnHost) verify(id *string, pid int64, epoch int16, tp txn.TP) error {
+	if id == nil || tp.Topic == txnStateTopic {
+		// Without the transactional ID the batch can not be checked; the
+		// coordinator's own topic takes no transactional batches.
+		return kerr.InvalidTxnState
 	}
-	if _, code := h.coordinatorLocked(*id); code == kerr.NotCoordinator.Code {
-		return true
+	p, i, ok := h.partitionOf(*id)
+	if !ok {
+		return kerr.InvalidTxnState
 	}
-	return h.txns[*id].Has(pid, epoch, tp)
+	st := p.State()
+	if st.Role != part.Leader {
+		return nil // coordinated elsewhere
+	}
+	if e, ok := h.loadedAt.Load(i); !ok || e.(int32) != st.View.LeaderEpoch {
+		h.loadAsync(*id)
+		return kerr.CoordinatorLoadInProgress
+	}
+	if v, ok := h.view.Load(*id); ok && v.(*txn.Txn).Has(pid, epoch, tp) {
+		return nil
+	}
+	return kerr.InvalidTxnState
+}
+
+// loadAsync loads id's partition in a goroutine owned by the broker.
+func (h *txnHost) loadAsync(id string) {
+	select {
+	case <-h.b.stopCh:
+		return
+	default:
+	}
+	h.b.wg.Add(1)
+	go func() {
+		defer h.b.wg.Done()
+		h.mu.Lock()
+		h.coordinatorLocked(id)
+		h.mu.Unlock()
+	}()
 }
 
 // recordBatchRecs encodes records as one uncompressed RecordBatch v2

@@ -1,0 +1,105 @@
+package acceptance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestTransactionsClusterCoordinatorKill9: three brokers, RF=3. A
+// transactional producer writes to three partitions led by different
+// brokers (markers go in process and by WriteTxnMarkers), commits and
+// aborts; then the transaction coordinator is kill -9ed and the producer
+// goes on with the coordinator that takes over its __transaction_state
+// partition. read_committed sees every committed record once, in order,
+// and nothing aborted.
+func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"transaction.state.log.num.partitions": "3"})
+	createReplicated(t, c, "txn-rf3", 3, 3, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	p := clusterClient(t, c, kgo.TransactionalID("rf3"), kgo.DefaultProduceTopic("txn-rf3"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
+		kgo.RetryTimeout(60*time.Second))
+	want := map[int32][]string{}
+	run := func(name string, commit bool) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatalf("%s: begin: %v", name, err)
+		}
+		for i := range 6 {
+			r := &kgo.Record{Partition: int32(i % 3), Value: []byte(fmt.Sprintf("%s-%d", name, i))}
+			if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("%s: produce: %v", name, err)
+			}
+			if commit {
+				want[r.Partition] = append(want[r.Partition], string(r.Value))
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("%s: end (commit %v): %v", name, commit, err)
+		}
+	}
+	run("c1", true)
+	run("a1", false)
+
+	// The coordinator: FindCoordinator for the transactional ID.
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKeys = 1, []string{"rf3"}
+	var coord int32 = -1
+	waitUntil(t, 30*time.Second, "the transaction coordinator", func() error {
+		resp, err := req.RequestWith(ctx, clusterClient(t, c))
+		if err != nil {
+			return err
+		}
+		if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+			return fmt.Errorf("find coordinator: %+v", resp.Coordinators)
+		}
+		coord = resp.Coordinators[0].NodeID
+		return nil
+	})
+	t.Logf("kill -9 transaction coordinator %d", coord)
+	c.Broker(coord).Kill9()
+
+	run("c2", true)
+	run("a2", false)
+	run("c3", true)
+
+	var alive []string
+	for _, b := range c.Brokers() {
+		if b.NodeID() != coord {
+			alive = append(alive, b.Addr())
+		}
+	}
+	cl := newClient(t, alive[0], kgo.SeedBrokers(alive...), kgo.ConsumeTopics("txn-rf3"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	got := map[int32][]string{}
+	n, total := 0, 0
+	for _, v := range want {
+		total += len(v)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for n < total && pctx.Err() == nil {
+		fs := cl.PollFetches(pctx)
+		fs.EachError(func(_ string, _ int32, err error) {
+			if pctx.Err() == nil && !kerr.IsRetriable(err) {
+				t.Logf("fetch: %v", err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], string(r.Value))
+			n++
+		})
+	}
+	for part := range int32(3) {
+		if !slices.Equal(got[part], want[part]) {
+			t.Errorf("partition %d: read_committed read %q, want %q", part, got[part], want[part])
+		}
+	}
+}

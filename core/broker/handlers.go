@@ -67,6 +67,9 @@ func init() {
 		{48, "DescribeClientQuotas", 0, 1, handleDescribeClientQuotas},
 		{49, "AlterClientQuotas", 0, 1, handleAlterClientQuotas},
 		{60, "DescribeCluster", 0, 1, handleDescribeCluster},
+		{61, "DescribeProducers", 0, 0, handleDescribeProducers},
+		{65, "DescribeTransactions", 0, 0, handleDescribeTransactions},
+		{66, "ListTransactions", 0, 1, handleListTransactions},
 		{68, "ConsumerGroupHeartbeat", 0, 1, handleConsumerGroupHeartbeat},
 		{69, "ConsumerGroupDescribe", 0, 1, handleConsumerGroupDescribe},
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -332,4 +333,60 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 		t.Fatalf("read_committed read %q, want %q", got, want)
 	}
 	_ = fmt.Sprint
+}
+
+// TestTxnDescribeListProducers: DescribeTransactions, ListTransactions
+// and DescribeProducers through kadm show an open transaction, its
+// partitions and its first offset.
+func TestTxnDescribeListProducers(t *testing.T) {
+	b := testBroker(t)
+	admCl := testClient(t, b)
+	createTopic(t, admCl, "desc", 1, nil)
+	adm := kadm.NewClient(admCl)
+	ctx := context.Background()
+	p := txnProducer(t, b, "desc-1", "desc")
+	produceTxn(t, p, true, "x")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := adm.DescribeTransactions(ctx, "desc-1", "nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ds["desc-1"]
+	if d.Err != nil || d.State != "Ongoing" || !slices.Equal(d.Topics.Sorted()[0].Partitions, []int32{0}) || d.Topics.Sorted()[0].Topic != "desc" {
+		t.Fatalf("describe: %+v", d)
+	}
+	if !errors.Is(ds["nope"].Err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("describe of an unknown ID: %v", ds["nope"].Err)
+	}
+	ls, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := ls.Sorted(); len(l) != 1 || l[0].TxnID != "desc-1" || l[0].ProducerID != d.ProducerID {
+		t.Fatalf("list ongoing: %+v", l)
+	}
+	if ls, err := adm.ListTransactions(ctx, nil, []string{"CompleteAbort"}); err != nil || len(ls.Sorted()) != 0 {
+		t.Fatalf("list CompleteAbort: %+v %v", ls.Sorted(), err)
+	}
+	ps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"desc": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	ps.EachProducer(func(dp kadm.DescribedProducer) {
+		if dp.ProducerID == d.ProducerID {
+			found = true
+			if dp.CurrentTxnStartOffset != 2 { // x, commit marker, then open
+				t.Errorf("producer's transaction starts at %d, want 2", dp.CurrentTxnStartOffset)
+			}
+		}
+	})
+	if !found {
+		t.Fatalf("describe producers: %+v", ps)
+	}
 }

@@ -157,3 +157,33 @@ func controlTypeOf(h record.Header, batch []byte) int16 {
 	}
 	return ctl
 }
+
+// ProducerInfo is one producer's state on the partition, for
+// DescribeProducers.
+type ProducerInfo struct {
+	ID           int64
+	Epoch        int16
+	LastSequence int32 // -1 if no batch with a sequence is cached
+	TxnStart     int64 // first offset of its open transaction, -1 if none
+	LastOffset   int64 // last offset of its newest cached batch, -1 if none
+}
+
+// Producers returns the producers the partition keeps state for,
+// ascending by ID.
+func (l *Log) Producers() []ProducerInfo {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	out := make([]ProducerInfo, 0, len(l.producers))
+	for id, p := range l.producers {
+		pi := ProducerInfo{ID: id, Epoch: p.epoch, LastSequence: -1, TxnStart: -1, LastOffset: -1}
+		if n := len(p.batches); n > 0 {
+			pi.LastSequence, pi.LastOffset = p.batches[n-1].lastSeq, p.batches[n-1].lastOffset
+		}
+		if p.inTxn {
+			pi.TxnStart = p.txnFirst
+		}
+		out = append(out, pi)
+	}
+	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmpInt64(a.ID, b.ID) })
+	return out
+}

@@ -145,7 +145,20 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	// partition's leader/ISR lock (held for read): leadership can not move
 	// in between, so the batch is written under the epoch that was checked
 	// or not at all (issue 9, fault 1).
-	res, epoch, err := p.AppendAsLeader(records, now, func(l part.Leading) error {
+	// A transactional batch is checked against its transaction (KIP-890
+	// part 1, issue 11) under the log's append lock, where markers are
+	// appended too, so a batch can not slip in after its transaction's
+	// marker. The header is validated by the check before verify runs.
+	var verify func() error
+	if th, err := record.ParseHeader(records); err == nil && th.Transactional() {
+		verify = func() error {
+			if err := b.txns.verify(r.TransactionID, th.ProducerID, th.ProducerEpoch, txn.TP{Topic: t.name, Partition: sp.Partition}); err != nil {
+				return fmt.Errorf("transactional batch from producer %d epoch %d: not in an ongoing transaction with this partition: %w", th.ProducerID, th.ProducerEpoch, err)
+			}
+			return nil
+		}
+	}
+	res, epoch, err := p.AppendAsLeaderVerified(records, now, func(l part.Leading) error {
 		if err := checkProduceFraming(records, r.Version); err != nil {
 			return err
 		}
@@ -156,12 +169,6 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 		if err != nil {
 			return err
 		}
-		if h.Transactional() {
-			// KIP-890 part 1 (issue 11): no hanging transactions.
-			if err := b.txns.verify(r.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TP{Topic: t.name, Partition: sp.Partition}); err != nil {
-				return fmt.Errorf("transactional batch from producer %d epoch %d: not in an ongoing transaction with this partition: %w", h.ProducerID, h.ProducerEpoch, err)
-			}
-		}
 		numRecords = h.NumRecords
 		if r.Acks == -1 && int32(l.ISRSize) < cfg.MinInsyncReplicas {
 			return fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", l.ISRSize, cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
@@ -170,7 +177,7 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 			produceHook(p)
 		}
 		return nil
-	})
+	}, verify)
 	if err != nil {
 		return ackWait{}, err
 	}

@@ -390,3 +390,64 @@ func TestTxnDescribeListProducers(t *testing.T) {
 		t.Fatalf("describe producers: %+v", ps)
 	}
 }
+
+// TestTxnProduceRacingEndTxn: a transactional batch whose check passed
+// while its transaction was open, but that reaches the log after EndTxn
+// wrote the marker (a delayed produce), is refused: it would open a
+// transaction on the partition that no coordinator knows about and hold
+// the last stable offset back forever (KIP-890 part 1's hanging
+// transaction). The transaction check runs under the log's append lock,
+// with the markers.
+func TestTxnProduceRacingEndTxn(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	createTopic(t, cl, "race", 1, nil)
+	id := "race-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, ir.ProducerID, ir.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "race", Partitions: []int32{0}}}
+	if ar := request[*kmsg.AddPartitionsToTxnResponse](t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partitions: %v", kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
+	}
+	produce := func(seq int32) int16 {
+		batch := recordtest.Build(recordtest.Options{Transactional: true, Producer: &recordtest.Producer{ID: ir.ProducerID, Epoch: ir.ProducerEpoch, BaseSequence: seq}},
+			recordtest.Rec{Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "race", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+		return request[*kmsg.ProduceResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(0); code != 0 {
+		t.Fatalf("produce in the transaction: %v", kerr.ErrorForCode(code))
+	}
+	// The next produce is delayed between its checks and its append:
+	// the transaction commits meanwhile.
+	other := testClient(t, b)
+	fired := false
+	produceHook = func(*partition) {
+		if fired {
+			return
+		}
+		fired = true
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
+		if r := request[*kmsg.EndTxnResponse](t, other, end); r.ErrorCode != 0 {
+			t.Errorf("end txn: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	t.Cleanup(func() { produceHook = nil })
+	if code := produce(1); code != kerr.InvalidTxnState.Code {
+		t.Errorf("produce that reached the log after the commit marker: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	produceHook = nil
+	lso, hw := listOffsetIso(t, cl, "race", true), listOffsetIso(t, cl, "race", false)
+	if lso != hw {
+		t.Fatalf("read_committed latest %d, high watermark %d: a transaction hangs on the partition", lso, hw)
+	}
+}

@@ -17,6 +17,12 @@ type AppendOptions struct {
 	// (record.Validate does), so Append skips its own pass over the bytes.
 	// Framing and headers are always checked.
 	CRCChecked bool
+	// Verify, if set, runs under the append lock after the producer checks
+	// and just before the batches are written; its error fails the append
+	// (a duplicate of a cached batch is answered before it runs). Markers
+	// are appended under the same lock, so a check of transaction state
+	// here can not interleave with a marker (issue 11, KIP-890 part 1).
+	Verify func() error
 }
 
 // AppendResult describes an append.
@@ -79,6 +85,11 @@ func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult
 			return res, dup.lastOffset + 1, dup.lastOffset >= published, nil
 		}
 		return AppendResult{}, 0, false, err
+	}
+	if opts.Verify != nil {
+		if err := opts.Verify(); err != nil {
+			return AppendResult{}, 0, false, err
+		}
 	}
 	next, maxTs := stampBatches(records, batches, end, opts)
 	if opts.LeaderEpoch >= 0 {

@@ -151,11 +151,11 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	// marker. The header is validated by the check before verify runs.
 	var verify func() error
 	if th, err := record.ParseHeader(records); err == nil && th.Transactional() {
-		verify = func() error {
-			if err := b.txns.verify(r.TransactionID, th.ProducerID, th.ProducerEpoch, txn.TP{Topic: t.name, Partition: sp.Partition}); err != nil {
-				return fmt.Errorf("transactional batch from producer %d epoch %d: not in an ongoing transaction with this partition: %w", th.ProducerID, th.ProducerEpoch, err)
-			}
-			return nil
+		// txn_verify.go; a remote coordinator is asked here, before the
+		// partition's locks are taken.
+		verify, err = b.txns.produceCheck(r.TransactionID, th.ProducerID, th.ProducerEpoch, p, txn.TP{Topic: t.name, Partition: sp.Partition})
+		if err != nil {
+			return ackWait{}, err
 		}
 	}
 	res, epoch, err := p.AppendAsLeaderVerified(records, now, func(l part.Leading) error {

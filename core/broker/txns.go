@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	part "github.com/vltava/vltava/core/partition"
@@ -52,6 +51,7 @@ type txnHost struct {
 	loadedAt sync.Map
 
 	createMu sync.Mutex // serializes creating __transaction_state
+	peers    peers      // clients of the other brokers (txn_verify.go)
 }
 
 func (b *Broker) startTxns() {
@@ -325,15 +325,10 @@ func (h *txnHost) writeMarkers(pid int64, epoch int16, commit bool, tps []txn.TP
 // sendMarkers sends WriteTxnMarkers to broker id; it returns the
 // partitions not written.
 func (h *txnHost) sendMarkers(id int32, pid int64, epoch int16, commit bool, tps []txn.TP) []txn.TP {
-	bi, ok := h.b.brokerInfo(id)
-	if !ok {
+	br := h.peer(id)
+	if br == nil {
 		return tps
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bi.Host+":"+strconv.Itoa(int(bi.Port))), kgo.ClientID("vltava-txn-coordinator"))
-	if err != nil {
-		return tps
-	}
-	defer cl.Close()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, 0
@@ -352,11 +347,7 @@ func (h *txnHost) sendMarkers(id int32, pid int64, epoch int16, commit bool, tps
 	req.Markers = append(req.Markers, m)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	seeds := cl.SeedBrokers()
-	if len(seeds) != 1 {
-		return tps
-	}
-	resp, err := req.RequestWith(ctx, seeds[0])
+	resp, err := req.RequestWith(ctx, br)
 	if err != nil || len(resp.Markers) != 1 {
 		return tps
 	}
@@ -411,6 +402,7 @@ func (h *txnHost) run() {
 	every := time.Duration(h.b.cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs) * time.Millisecond
 	t := time.NewTicker(every)
 	defer t.Stop()
+	defer h.closePeers()
 	for {
 		select {
 		case <-h.b.stopCh:

@@ -110,6 +110,9 @@ func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult
 		if b.h.Transactional() {
 			l.txns.apply(b.h, controlTypeOf(b.h, records[b.off:]))
 		}
+		if b.h.Control() {
+			delete(l.guards, b.h.ProducerID) // a check in flight is stale now
+		}
 	}
 	res = AppendResult{BaseOffset: end, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: start}
 	if opts.LogAppendTime > 0 {

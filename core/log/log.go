@@ -99,11 +99,12 @@ type Log struct {
 	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints; Truncate holds it too
 	cleanMu  sync.Mutex // one Clean pass at a time; taken before adminMu
 
-	epochs    epochCache    // leader-epoch cache; own locks, taken after all others
-	producers producerState // guarded by appendMu
-	prunedAt  int64         // log start offset producers were last pruned at; guarded by appendMu
-	txns      txnIndex      // open and aborted transactions (txn.go)
-	lastWrite writtenAt     // where the last append's bytes start; guarded by appendMu
+	epochs    epochCache                   // leader-epoch cache; own locks, taken after all others
+	producers producerState                // guarded by appendMu
+	prunedAt  int64                        // log start offset producers were last pruned at; guarded by appendMu
+	txns      txnIndex                     // open and aborted transactions (txn.go)
+	guards    map[int64]*VerificationGuard // transaction checks in flight, by producer (txn.go); guarded by appendMu
+	lastWrite writtenAt                    // where the last append's bytes start; guarded by appendMu
 
 	mu              sync.RWMutex
 	cfg             Config

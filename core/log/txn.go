@@ -187,3 +187,45 @@ func (l *Log) Producers() []ProducerInfo {
 	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmpInt64(a.ID, b.ID) })
 	return out
 }
+
+// VerificationGuard marks a transaction check in flight for one producer
+// on the partition (Kafka's verification guard, KIP-890 part 1): a
+// broker whose transaction coordinator is elsewhere takes one, asks the
+// coordinator, and appends only if no marker of the producer was
+// appended meanwhile (a marker drops the guard).
+type VerificationGuard struct{ _ byte }
+
+// BeginVerification takes a fresh guard for producer pid, replacing any
+// earlier one.
+func (l *Log) BeginVerification(pid int64) *VerificationGuard {
+	g := &VerificationGuard{}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.guards == nil {
+		l.guards = map[int64]*VerificationGuard{}
+	}
+	l.guards[pid] = g
+	return g
+}
+
+// VerifiedLocked says g is still pid's guard: no marker of pid was
+// appended since BeginVerification. REQUIRES: l.appendMu (call it from
+// AppendOptions.Verify).
+func (l *Log) VerifiedLocked(pid int64, g *VerificationGuard) bool {
+	return g != nil && l.guards[pid] == g
+}
+
+// OpenTxn says producer pid has a transaction open on the partition at
+// epoch.
+func (l *Log) OpenTxn(pid int64, epoch int16) bool {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	return l.OpenTxnLocked(pid, epoch)
+}
+
+// OpenTxnLocked is OpenTxn with l.appendMu held (from
+// AppendOptions.Verify).
+func (l *Log) OpenTxnLocked(pid int64, epoch int16) bool {
+	p := l.producers[pid]
+	return p != nil && p.inTxn && p.epoch == epoch
+}

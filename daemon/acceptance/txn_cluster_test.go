@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/record/recordtest"
 )
 
 // TestTransactionsClusterCoordinatorKill9: three brokers, RF=3. A
@@ -102,4 +104,80 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 			t.Errorf("partition %d: read_committed read %q, want %q", part, got[part], want[part])
 		}
 	}
+}
+
+// TestTransactionsClusterProduceCheck: KIP-890 part 1 across brokers. A
+// transactional batch sent to a partition leader that is not the
+// transaction coordinator is checked with the coordinator: refused while
+// the partition is not in the transaction, accepted once it is.
+func TestTransactionsClusterProduceCheck(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"transaction.state.log.num.partitions": "3"})
+	createReplicated(t, c, "txn-check", 3, 3, nil)
+	ctx := testCtx(t, 2*time.Minute)
+	cl := clusterClient(t, c)
+	id := "check-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	var ir *kmsg.InitProducerIDResponse
+	waitUntil(t, 30*time.Second, "init producer id", func() error {
+		r, err := init.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(r.ErrorCode)
+		}
+		ir = r
+		return err
+	})
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 1, []string{id}
+	fr, err := fc.RequestWith(ctx, cl)
+	if err != nil || fr.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v %+v", err, fr)
+	}
+	coord := fr.Coordinators[0].NodeID
+	part, leader := int32(-1), int32(-1)
+	for i := range int32(3) {
+		if l := waitLeader(t, c, "txn-check", i, -1); l != coord {
+			part, leader = i, l
+			break
+		}
+	}
+	if part < 0 {
+		t.Skip("the coordinator leads every partition of the topic")
+	}
+	produce := func(seq int32) int16 {
+		t.Helper()
+		batch := txnBatch(ir.ProducerID, ir.ProducerEpoch, seq)
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "txn-check", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: part, Records: batch}}}}
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			t.Fatalf("produce to broker %d: %v", leader, err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce to partition %d (leader %d, coordinator %d) outside the transaction: %v, want INVALID_TXN_STATE", part, leader, coord, kerr.ErrorForCode(code))
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, ir.ProducerID, ir.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "txn-check", Partitions: []int32{part}}}
+	ar, err := add.RequestWith(ctx, cl)
+	if err != nil || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partitions: %v %+v", err, ar)
+	}
+	if code := produce(0); code != 0 {
+		t.Fatalf("produce to a partition in the transaction: %v", kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, false
+	if er, err := end.RequestWith(ctx, cl); err != nil || er.ErrorCode != 0 {
+		t.Fatalf("end txn: %v %+v", err, er)
+	}
+}
+
+// txnBatch is one transactional record for producer pid at epoch.
+func txnBatch(pid int64, epoch int16, seq int32) []byte {
+	return recordtest.Build(recordtest.Options{Transactional: true, Producer: &recordtest.Producer{ID: pid, Epoch: epoch, BaseSequence: seq}},
+		recordtest.Rec{Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
 }

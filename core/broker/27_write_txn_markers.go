@@ -4,7 +4,9 @@ package broker
 // leader to write markers (issue 11). Each partition is answered on its
 // own: NOT_LEADER_OR_FOLLOWER where this broker does not lead (the
 // coordinator retries with the new leader), UNKNOWN_TOPIC_OR_PARTITION
-// for a partition that no longer exists (nothing to mark). Markers for
+// for a partition that no longer exists (nothing to mark),
+// TRANSACTION_COORDINATOR_FENCED for a marker whose coordinator epoch is
+// older than that of the producer's last marker here. Markers for
 // __consumer_offsets also end the transaction's pending offsets.
 
 import (
@@ -28,7 +30,7 @@ func handleWriteTxnMarkers(b *Broker, ctx context.Context, req *wire.Request) (*
 			for _, p := range rt.Partitions {
 				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = p
-				sp.ErrorCode = b.writeMarker(txn.TP{Topic: rt.Topic, Partition: p}, m.ProducerID, m.ProducerEpoch, m.Committed)
+				sp.ErrorCode = b.writeMarker(txn.TP{Topic: rt.Topic, Partition: p}, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch)
 				st.Partitions = append(st.Partitions, sp)
 			}
 			rm.Topics = append(rm.Topics, st)

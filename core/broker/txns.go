@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vltava/vltava/core/log"
 	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/record"
 	"github.com/vltava/vltava/core/txn"
@@ -258,10 +259,23 @@ func (h *txnHost) finish(t *txn.Txn) bool {
 		h.mu.Unlock()
 	}()
 	commit := t.Status == txn.PrepareCommit
+	// The coordinator epoch is the leader epoch of the ID's
+	// __transaction_state partition: markers carry it, and a partition
+	// refuses markers of an older one (a deposed coordinator's).
+	p, i, ok := h.partitionOf(t.ID)
+	h.mu.Lock()
+	coordEpoch, loaded := h.loaded[i]
+	h.mu.Unlock()
+	if !ok || !loaded {
+		return false
+	}
 	pending := append([]txn.TP(nil), t.Partitions...)
 	backoff := 20 * time.Millisecond
 	for len(pending) > 0 {
-		pending = h.writeMarkers(t.ProducerID, t.Epoch, commit, pending)
+		if st := p.State(); st.Role != part.Leader || st.View.LeaderEpoch != coordEpoch {
+			return false // deposed: the new coordinator finishes the markers
+		}
+		pending = h.writeMarkers(t.ProducerID, t.Epoch, commit, coordEpoch, pending)
 		if len(pending) == 0 {
 			break
 		}
@@ -276,6 +290,9 @@ func (h *txnHost) finish(t *txn.Txn) bool {
 	cur := h.txns[t.ID]
 	p, code := h.coordinatorLocked(t.ID)
 	h.mu.Unlock()
+	if code == 0 && p.State().View.LeaderEpoch != coordEpoch {
+		return false
+	}
 	if cur == nil || code != 0 || cur.ProducerID != t.ProducerID || cur.Epoch != t.Epoch || cur.Status != t.Status {
 		return false // moved away; the new coordinator finishes it
 	}
@@ -289,13 +306,14 @@ func (h *txnHost) finish(t *txn.Txn) bool {
 // writeMarkers writes one marker per partition: in-process where this
 // broker leads, with WriteTxnMarkers to the leader elsewhere. It returns
 // the partitions still to do.
-func (h *txnHost) writeMarkers(pid int64, epoch int16, commit bool, tps []txn.TP) []txn.TP {
+func (h *txnHost) writeMarkers(pid int64, epoch int16, commit bool, coordEpoch int32, tps []txn.TP) []txn.TP {
 	var remote = map[int32][]txn.TP{}
 	var left []txn.TP
 	for _, tp := range tps {
-		code := h.b.writeMarker(tp, pid, epoch, commit)
+		code := h.b.writeMarker(tp, pid, epoch, commit, coordEpoch)
 		switch code {
-		case 0:
+		case 0, kerr.TransactionCoordinatorFenced.Code:
+			// Fenced: a newer coordinator wrote this partition's marker.
 		case kerr.NotLeaderForPartition.Code:
 			t := h.b.topic(tp.Topic)
 			var p *partition
@@ -317,21 +335,21 @@ func (h *txnHost) writeMarkers(pid int64, epoch int16, commit bool, tps []txn.TP
 		}
 	}
 	for leader, tps := range remote {
-		left = append(left, h.sendMarkers(leader, pid, epoch, commit, tps)...)
+		left = append(left, h.sendMarkers(leader, pid, epoch, commit, coordEpoch, tps)...)
 	}
 	return left
 }
 
 // sendMarkers sends WriteTxnMarkers to broker id; it returns the
 // partitions not written.
-func (h *txnHost) sendMarkers(id int32, pid int64, epoch int16, commit bool, tps []txn.TP) []txn.TP {
+func (h *txnHost) sendMarkers(id int32, pid int64, epoch int16, commit bool, coordEpoch int32, tps []txn.TP) []txn.TP {
 	br := h.peer(id)
 	if br == nil {
 		return tps
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, 0
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, coordEpoch
 	byTopic := map[string]int{}
 	for _, tp := range tps {
 		i, ok := byTopic[tp.Topic]
@@ -354,7 +372,9 @@ func (h *txnHost) sendMarkers(id int32, pid int64, epoch int16, commit bool, tps
 	var left []txn.TP
 	for _, rt := range resp.Markers[0].Topics {
 		for _, rp := range rt.Partitions {
-			if rp.ErrorCode != 0 && rp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			switch rp.ErrorCode {
+			case 0, kerr.UnknownTopicOrPartition.Code, kerr.TransactionCoordinatorFenced.Code:
+			default:
 				left = append(left, txn.TP{Topic: rt.Topic, Partition: rp.Partition})
 			}
 		}
@@ -365,7 +385,7 @@ func (h *txnHost) sendMarkers(id int32, pid int64, epoch int16, commit bool, tps
 // writeMarker appends a marker to a partition this broker leads and
 // tells the group coordinator about transactional offsets when the
 // partition is __consumer_offsets. It returns a Kafka error code.
-func (b *Broker) writeMarker(tp txn.TP, pid int64, epoch int16, commit bool) int16 {
+func (b *Broker) writeMarker(tp txn.TP, pid int64, epoch int16, commit bool, coordEpoch int32) int16 {
 	t := b.topic(tp.Topic)
 	var p *partition
 	if t != nil {
@@ -375,10 +395,14 @@ func (b *Broker) writeMarker(tp txn.TP, pid int64, epoch int16, commit bool) int
 		return kerr.UnknownTopicOrPartition.Code
 	}
 	now := time.Now()
-	res, lepoch, err := p.AppendAsLeader(record.MarkerBatch(pid, epoch, commit, 0, now.UnixMilli()), now, nil)
+	res, lepoch, err := p.AppendAsLeaderVerified(record.MarkerBatch(pid, epoch, commit, coordEpoch, now.UnixMilli()), now, nil,
+		func() error { return p.log.CheckMarkerLocked(pid, coordEpoch) })
 	switch {
 	case errors.Is(err, part.ErrNotLeader):
 		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, log.ErrCoordinatorFenced):
+		b.logger.Info("broker: transaction marker from a deposed coordinator refused", "partition", p.String(), "producer_id", pid, "err", err)
+		return kerr.TransactionCoordinatorFenced.Code
 	case err != nil:
 		b.logger.Warn("broker: write transaction marker", "partition", p.String(), "err", err)
 		return produceErrorCode(err).Code

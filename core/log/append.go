@@ -108,7 +108,9 @@ func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult
 	}
 	for _, b := range batches { // transactions (txn.go)
 		if b.h.Transactional() {
-			l.txns.apply(b.h, controlTypeOf(b.h, records[b.off:]))
+			ctl, ce := controlTypeOf(b.h, records[b.off:])
+			l.txns.apply(b.h, ctl)
+			l.producers.noteMarker(b.h, ce)
 		}
 		if b.h.Control() {
 			delete(l.guards, b.h.ProducerID) // a check in flight is stale now

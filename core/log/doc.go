@@ -116,13 +116,15 @@
 //	|magic |ver | bytes 9..| count u32 | then the aborted transactions
 //	+------+----+----------+-----------+------- - -
 //	entry:   producerID int64 | epoch int16 | n uint8 (<= 5) | n x batch |
-//	         inTxn uint8 (0/1) | txnFirst int64
+//	         inTxn uint8 (0/1) | txnFirst int64 | coordEpoch int32
 //	batch:   firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64
 //	aborted: count uint32 | count x (producerID int64 | firstOffset int64 |
 //	         lastOffset int64 | lastStableOffset int64), ascending lastOffset
 //
 // inTxn/txnFirst: the producer has an open transaction whose first batch
-// is at txnFirst. The aborted list holds every aborted transaction whose
+// is at txnFirst; coordEpoch is the newest transaction coordinator epoch
+// of its markers here (an older coordinator's marker is refused). The
+// aborted list holds every aborted transaction whose
 // ABORT marker (lastOffset) is at or above the log start offset. Version 1
 // (no transaction fields, no aborted list) is still read.
 //

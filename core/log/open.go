@@ -437,10 +437,11 @@ func (l *Log) loadProducers() error {
 	// The transaction index is rebuilt along: the snapshot's open and
 	// aborted transactions, then the markers after it (txn.go).
 	l.txns.reset(ps, aborted)
-	err = l.forEachHeaderCtl(from, func(h record.Header, ctl int16) {
+	err = l.forEachHeaderCtl(from, func(h record.Header, ctl int16, coordEpoch int32) {
 		ps.apply(h)
 		if h.Transactional() {
 			l.txns.apply(h, ctl)
+			ps.noteMarker(h, coordEpoch)
 		}
 	})
 	if err != nil {
@@ -453,13 +454,13 @@ func (l *Log) loadProducers() error {
 // forEachHeader calls fn for every batch whose last offset is >= from, in
 // offset order, reading headers only.
 func (l *Log) forEachHeader(from int64, fn func(record.Header)) error {
-	return l.forEachHeaderCtl(from, func(h record.Header, _ int16) { fn(h) })
+	return l.forEachHeaderCtl(from, func(h record.Header, _ int16, _ int32) { fn(h) })
 }
 
 // forEachHeaderCtl is forEachHeader that also reads the control type of
 // control batches (the only bodies it reads; they are a few dozen bytes);
-// ctl is -1 for other batches.
-func (l *Log) forEachHeaderCtl(from int64, fn func(record.Header, int16)) error {
+// ctl (and the marker's coordinator epoch) are -1 for other batches.
+func (l *Log) forEachHeaderCtl(from int64, fn func(record.Header, int16, int32)) error {
 	l.mu.RLock()
 	first, _ := l.segmentForLocked(from)
 	segs := l.segs[first:]
@@ -485,14 +486,14 @@ func (l *Log) forEachHeaderCtl(from int64, fn func(record.Header, int16)) error 
 				return fmt.Errorf("log: segment %d: %w", s.base, err)
 			}
 			if h.LastOffset() >= from {
-				ctl := int16(-1)
+				ctl, ce := int16(-1), int32(-1)
 				if h.Control() {
 					buf := make([]byte, h.Size())
 					if _, err := sf.f.ReadAt(buf, at); err == nil {
-						ctl = controlTypeOf(h, buf)
+						ctl, ce = controlTypeOf(h, buf)
 					}
 				}
-				fn(h, ctl)
+				fn(h, ctl, ce)
 			}
 		}
 		sf.release()

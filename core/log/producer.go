@@ -31,6 +31,9 @@ type producer struct {
 	// the offset of its first batch (txn.go).
 	inTxn    bool
 	txnFirst int64
+	// coordEpoch is the newest coordinator epoch of a marker of this
+	// producer here (CheckMarkerLocked).
+	coordEpoch int32
 }
 
 func (p *producer) clone() *producer {
@@ -148,7 +151,7 @@ const (
 	snapshotHeader    = 13 // magic 4, version 1, crc 4, count 4
 	snapshotEntryHead = 11 // producerID 8, epoch 2, batch count 1
 	snapshotBatchSize = 24 // firstSeq 4, lastSeq 4, firstOffset 8, lastOffset 8
-	snapshotTxnSize   = 9  // v2, after the batches: inTxn 1, txnFirst 8
+	snapshotTxnSize   = 13 // v2, after the batches: inTxn 1, txnFirst 8, coordEpoch 4
 	abortedEntrySize  = 32 // v2 trailer entry: producerID, firstOffset, lastOffset, lastStableOffset, 8 each
 )
 
@@ -180,6 +183,7 @@ func encodeSnapshot(ps producerState, aborted []AbortedTxn) []byte {
 		}
 		b = append(b, inTxn)
 		b = be.AppendUint64(b, uint64(p.txnFirst))
+		b = be.AppendUint32(b, uint32(p.coordEpoch))
 	}
 	b = be.AppendUint32(b, uint32(len(aborted)))
 	for _, a := range aborted {
@@ -230,7 +234,7 @@ func decodeSnapshot(b []byte) (producerState, []AbortedTxn, error) {
 			if len(rest) < snapshotTxnSize || rest[0] > 1 {
 				return nil, nil, fmt.Errorf("%w: producer snapshot transaction field", record.ErrCorrupt)
 			}
-			p.inTxn, p.txnFirst = rest[0] == 1, int64(be.Uint64(rest[1:]))
+			p.inTxn, p.txnFirst, p.coordEpoch = rest[0] == 1, int64(be.Uint64(rest[1:])), int32(be.Uint32(rest[9:]))
 			rest = rest[snapshotTxnSize:]
 		}
 		ps[id] = p

@@ -77,7 +77,9 @@ func (l *Log) appendReplicaLocked(records []byte) (next int64, wait bool, err er
 	for i, h := range hs {
 		l.producers.apply(h)
 		if h.Transactional() {
-			l.txns.apply(h, controlTypeOf(h, records[batches[i].off:]))
+			ctl, ce := controlTypeOf(h, records[batches[i].off:])
+			l.txns.apply(h, ctl)
+			l.producers.noteMarker(h, ce)
 		}
 	}
 	wait, err = l.finishWriteLocked(end, next, cfg)

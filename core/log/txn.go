@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -138,24 +139,41 @@ func (l *Log) AbortedTxns(from, upTo int64) []AbortedTxn {
 // which partitions got data), as Kafka does.
 func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, leaderEpoch int32, now int64) (int64, error) {
 	b := record.MarkerBatch(producerID, epoch, commit, coordinatorEpoch, now)
-	res, err := l.Append(b, AppendOptions{LeaderEpoch: leaderEpoch, CRCChecked: true})
+	res, err := l.Append(b, AppendOptions{LeaderEpoch: leaderEpoch, CRCChecked: true, Verify: func() error {
+		return l.CheckMarkerLocked(producerID, coordinatorEpoch)
+	}})
 	if err != nil {
 		return -1, fmt.Errorf("log: append marker: %w", err)
 	}
 	return res.BaseOffset, nil
 }
 
-// controlTypeOf returns the control type of the batch at off in records,
-// or -1 if it is not a control batch or can not be read.
-func controlTypeOf(h record.Header, batch []byte) int16 {
+// controlTypeOf returns the control type and coordinator epoch of the
+// control batch at the start of batch, -1 and -1 if it is not a control
+// batch or can not be read.
+func controlTypeOf(h record.Header, batch []byte) (int16, int32) {
 	if !h.Control() {
-		return -1
+		return -1, -1
 	}
-	ctl, err := record.ControlType(batch)
+	ctl, ce, err := record.ControlMarker(batch)
 	if err != nil {
-		return -1
+		return -1, -1
 	}
-	return ctl
+	return ctl, ce
+}
+
+// ErrCoordinatorFenced is a marker from a transaction coordinator older
+// than one that already wrote a marker for the producer here (Kafka's
+// coordinator epoch check): a deposed coordinator's late marker must not
+// end a transaction the producer began since.
+var ErrCoordinatorFenced = errors.New("log: transaction coordinator fenced")
+
+// noteMarker records the coordinator epoch of a marker of h's producer.
+// REQUIRES: l.appendMu (or Open).
+func (ps producerState) noteMarker(h record.Header, coordEpoch int32) {
+	if p := ps[h.ProducerID]; p != nil && h.Control() && coordEpoch > p.coordEpoch {
+		p.coordEpoch = coordEpoch
+	}
 }
 
 // ProducerInfo is one producer's state on the partition, for
@@ -213,6 +231,16 @@ func (l *Log) BeginVerification(pid int64) *VerificationGuard {
 // AppendOptions.Verify).
 func (l *Log) VerifiedLocked(pid int64, g *VerificationGuard) bool {
 	return g != nil && l.guards[pid] == g
+}
+
+// CheckMarkerLocked refuses (ErrCoordinatorFenced) a marker for pid from
+// a coordinator epoch older than the newest marker of pid here.
+// REQUIRES: l.appendMu (from AppendOptions.Verify).
+func (l *Log) CheckMarkerLocked(pid int64, coordEpoch int32) error {
+	if p := l.producers[pid]; p != nil && coordEpoch < p.coordEpoch {
+		return fmt.Errorf("%w: marker of producer %d from coordinator epoch %d, %d seen", ErrCoordinatorFenced, pid, coordEpoch, p.coordEpoch)
+	}
+	return nil
 }
 
 // OpenTxn says producer pid has a transaction open on the partition at

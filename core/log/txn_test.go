@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -117,5 +118,35 @@ func TestMarkerBatchControlType(t *testing.T) {
 		if err != nil || ctl != want {
 			t.Fatalf("ControlType = %d, %v; want %d", ctl, err, want)
 		}
+	}
+}
+
+// TestTxnMarkerCoordinatorFenced: once a marker of coordinator epoch 5 is
+// in, a late marker of epoch 4 (a deposed coordinator's) is refused and
+// does not end the producer's next transaction, also after a reopen.
+func TestTxnMarkerCoordinatorFenced(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig(nil))
+	mustAppend(t, l, txnBatch(7, 0, 1))
+	if _, err := l.AppendMarker(7, 0, true, 5, -1, 1); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, txnBatch(7, 1, 1)) // the producer's next transaction, at 2
+	if _, err := l.AppendMarker(7, 0, true, 4, -1, 1); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("marker of an older coordinator: %v, want ErrCoordinatorFenced", err)
+	}
+	if lso := l.LastStableOffset(100); lso != 2 {
+		t.Fatalf("LSO %d, want 2: the open transaction was ended by a fenced marker", lso)
+	}
+	l.Close()
+	l2 := openLog(t, dir, testConfig(nil))
+	if _, err := l2.AppendMarker(7, 0, false, 4, -1, 1); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("after reopen, marker of an older coordinator: %v", err)
+	}
+	if _, err := l2.AppendMarker(7, 0, true, 5, -1, 1); err != nil {
+		t.Fatalf("marker of the current coordinator: %v", err)
+	}
+	if lso := l2.LastStableOffset(100); lso != 100 {
+		t.Fatalf("LSO %d after the commit", lso)
 	}
 }

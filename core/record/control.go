@@ -53,26 +53,45 @@ func MarkerBatch(producerID int64, epoch int16, commit bool, coordinatorEpoch in
 // ControlCommit or another) of a control batch's first record. batch must
 // hold the whole batch; its CRC is not checked.
 func ControlType(batch []byte) (int16, error) {
+	typ, _, err := ControlMarker(batch)
+	return typ, err
+}
+
+// ControlMarker is ControlType that also returns the coordinator epoch of
+// a transaction marker's value (-1 when the value is not an EndTxnMarker).
+func ControlMarker(batch []byte) (int16, int32, error) {
+	typ, r, err := controlRecord(batch)
+	if err != nil {
+		return -1, -1, err
+	}
+	var m kmsg.EndTxnMarker
+	if (typ != ControlAbort && typ != ControlCommit) || m.ReadFrom(r.value) != nil {
+		return typ, -1, nil
+	}
+	return typ, m.CoordinatorEpoch, nil
+}
+
+func controlRecord(batch []byte) (int16, rawRecord, error) {
 	h, err := ParseHeader(batch)
 	if err != nil {
-		return -1, err
+		return -1, rawRecord{}, err
 	}
 	if !h.Control() {
-		return -1, errNotControl
+		return -1, rawRecord{}, errNotControl
 	}
 	if h.Size() > len(batch) {
-		return -1, fmt.Errorf("%w: control batch of %d bytes, have %d", ErrShort, h.Size(), len(batch))
+		return -1, rawRecord{}, fmt.Errorf("%w: control batch of %d bytes, have %d", ErrShort, h.Size(), len(batch))
 	}
 	if h.Codec() != CodecNone || h.NumRecords < 1 {
-		return -1, fmt.Errorf("%w: control batch with codec %v and %d records", ErrCorrupt, h.Codec(), h.NumRecords)
+		return -1, rawRecord{}, fmt.Errorf("%w: control batch with codec %v and %d records", ErrCorrupt, h.Codec(), h.NumRecords)
 	}
 	r, err := parseRecord(batch[HeaderSize:h.Size()])
 	if err != nil {
-		return -1, fmt.Errorf("%w: control record: %w", ErrCorrupt, err)
+		return -1, rawRecord{}, fmt.Errorf("%w: control record: %w", ErrCorrupt, err)
 	}
 	var k kmsg.ControlRecordKey
 	if err := k.ReadFrom(r.key); err != nil {
-		return -1, fmt.Errorf("%w: control record key: %w", ErrCorrupt, err)
+		return -1, rawRecord{}, fmt.Errorf("%w: control record key: %w", ErrCorrupt, err)
 	}
-	return int16(k.Type), nil
+	return int16(k.Type), r, nil
 }

@@ -451,3 +451,71 @@ func TestTxnProduceRacingEndTxn(t *testing.T) {
 		t.Fatalf("read_committed latest %d, high watermark %d: a transaction hangs on the partition", lso, hw)
 	}
 }
+
+// TestTxnOffsetCommitSurvivesRestart: a transaction's offsets are in
+// __consumer_offsets (a transactional batch of the producer) before
+// TxnOffsetCommit answers: after a restart they are still pending, and
+// the transaction's commit makes them visible.
+func TestTxnOffsetCommitSurvivesRestart(t *testing.T) {
+	b := testBroker(t)
+	cfg := b.cfg
+	cl := testClient(t, b)
+	createTopic(t, cl, "in", 1, nil)
+	id, g := "off-rs", "g-rs"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, ir.ProducerID, ir.ProducerEpoch, g
+	if r := request[*kmsg.AddOffsetsToTxnResponse](t, cl, add); r.ErrorCode != 0 {
+		t.Fatalf("add offsets: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = id, g, ir.ProducerID, ir.ProducerEpoch, -1
+	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "in", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}}}
+	if r := request[*kmsg.TxnOffsetCommitResponse](t, cl, tc); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("txn offset commit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := startBroker(t, cfg)
+	cl2 := testClient(t, b2)
+	fetch := func(stable bool) (int64, int16) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.RequireStable = stable
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: g, MemberEpoch: -1, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "in", Partitions: []int32{0}}}}}
+		for {
+			resp := request[*kmsg.OffsetFetchResponse](t, cl2, req)
+			if resp.Groups[0].ErrorCode == kerr.CoordinatorLoadInProgress.Code {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			sp := resp.Groups[0].Topics[0].Partitions[0]
+			return sp.Offset, sp.ErrorCode
+		}
+	}
+	if off, code := fetch(true); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("after restart, require stable: %d %v, want UNSTABLE_OFFSET_COMMIT (the pending offset was lost)", off, kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
+	for {
+		r := request[*kmsg.EndTxnResponse](t, cl2, end)
+		if r.ErrorCode == kerr.CoordinatorLoadInProgress.Code || r.ErrorCode == kerr.ConcurrentTransactions.Code {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if r.ErrorCode != 0 {
+			t.Fatalf("end txn: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		break
+	}
+	if off, code := fetch(true); off != 7 || code != 0 {
+		t.Fatalf("after commit: %d %v, want 7", off, kerr.ErrorForCode(code))
+	}
+}

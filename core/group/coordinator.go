@@ -91,6 +91,12 @@ type Waiter any
 type Record struct {
 	Partition  int32
 	Key, Value []byte
+	// Txn marks a transactional offset commit (txn_offsets.go): the
+	// caller writes it in a transactional batch of ProducerID at
+	// ProducerEpoch, and it stays pending until the transaction's marker.
+	Txn           bool
+	ProducerID    int64
+	ProducerEpoch int16
 }
 
 // Reply is a response for a Waiter.

@@ -1,21 +1,22 @@
 package group
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Transactional offset commits (KIP-98, issue 11). TxnOffsetCommit keeps
-// the offsets pending, per group and producer, invisible to OffsetFetch;
-// when the transaction's marker is written to the group's
-// __consumer_offsets partition, CompleteTxnOffsets commits them (records
-// like any OffsetCommit's) or drops them. OffsetFetch with RequireStable
-// answers UNSTABLE_OFFSET_COMMIT for a partition with a pending offset.
-//
-// Not yet durable: pending offsets live in memory until the marker, so a
-// coordinator failover between TxnOffsetCommit and EndTxn loses them.
+// Transactional offset commits (KIP-98, issue 11). TxnOffsetCommit writes
+// the offsets as Kafka does: offset records in a transactional batch of
+// the producer (Record.Txn), pending, per group and producer, and
+// invisible to OffsetFetch. When the transaction's marker is written to
+// the group's __consumer_offsets partition, CompleteTxnOffsets commits
+// them (records like any OffsetCommit's) or drops them. A load replays
+// the same way (Load.ReplayTxn, Load.ReplayMarker), so pending offsets
+// survive a coordinator failover. OffsetFetch with RequireStable answers
+// UNSTABLE_OFFSET_COMMIT for a partition with a pending offset.
 
 // TxnOffsetCommit handles a TxnOffsetCommit: generation fencing as for
 // OffsetCommit when a member is named, then the offsets wait for the
@@ -51,14 +52,75 @@ func (c *Coordinator) TxnOffsetCommit(now time.Time, req *kmsg.TxnOffsetCommitRe
 				if rp.Metadata != nil {
 					o.metadata = *rp.Metadata
 				}
-				c.pendingTxn(req.Group, req.ProducerID)[tp{rt.Topic, rp.Partition}] = o
+				r := c.offsetRecord(req.Group, tp{rt.Topic, rp.Partition}, o)
+				r.Txn, r.ProducerID, r.ProducerEpoch = true, req.ProducerID, req.ProducerEpoch
+				out.Records = append(out.Records, r) // pending once applied
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	out.Replies = append(out.Replies, Reply{To: w, Resp: resp})
+	out.Replies = append(out.Replies, Reply{To: w, Resp: resp, Durable: true})
 	return out
+}
+
+// replayTxnOffset records a transactional offset record of producer pid
+// as pending.
+func (c *Coordinator) replayTxnOffset(pid int64, key, value []byte) error {
+	var k kmsg.OffsetCommitKey
+	if err := k.ReadFrom(key); err != nil || (k.Version != 0 && k.Version != 1) {
+		return fmt.Errorf("%w: transactional offset key: %v", ErrCorrupt, err)
+	}
+	if value == nil {
+		return nil
+	}
+	var v kmsg.OffsetCommitValue
+	if err := v.ReadFrom(value); err != nil {
+		return fmt.Errorf("%w: transactional offset value: %v", ErrCorrupt, err)
+	}
+	c.pendingTxn(k.Group, pid)[tp{k.Topic, k.Partition}] = offset{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitMs: v.CommitTimestamp}
+	return nil
+}
+
+// ReplayTxn replays a record of a transactional batch of producer pid: a
+// transactional offset commit, pending until ReplayMarker.
+func (l *Load) ReplayTxn(pid int64, key, value []byte) error {
+	l.records++
+	return l.into.replayTxnOffset(pid, key, value)
+}
+
+// ReplayMarker replays a transaction marker of producer pid: its pending
+// offsets in the partition become committed or are dropped.
+func (l *Load) ReplayMarker(now time.Time, pid int64, commit bool) {
+	out := l.into.CompleteTxnOffsets(now, pid, l.partition, commit)
+	for _, r := range out.Records {
+		_ = l.into.Replay(now, r.Key, r.Value)
+	}
+}
+
+// adoptTxnOffsets takes the pending offsets a load found for its
+// partition's groups.
+func (c *Coordinator) adoptTxnOffsets(l *Load) {
+	for g, byPID := range l.into.txnOffsets {
+		if c.partitionFor(g) != l.partition {
+			continue
+		}
+		for pid, m := range byPID {
+			for t, o := range m {
+				c.pendingTxn(g, pid)[t] = o
+			}
+		}
+	}
+}
+
+// dropTxnOffsets forgets the pending offsets of partition's groups
+// (Unload).
+func (c *Coordinator) dropTxnOffsets(partition int32) {
+	for g := range c.txnOffsets {
+		if c.partitionFor(g) == partition {
+			delete(c.txnOffsets, g)
+		}
+	}
 }
 
 func (c *Coordinator) pendingTxn(group string, pid int64) map[tp]offset {

@@ -116,6 +116,9 @@ func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult
 			delete(l.guards, b.h.ProducerID) // a check in flight is stale now
 		}
 	}
+	if invariant.Enabled {
+		l.checkTxnsLocked()
+	}
 	res = AppendResult{BaseOffset: end, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: start}
 	if opts.LogAppendTime > 0 {
 		res.LogAppendTime = opts.LogAppendTime

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/vltava/vltava/core/invariant"
 	"github.com/vltava/vltava/core/record"
 )
 
@@ -256,4 +257,24 @@ func (l *Log) OpenTxn(pid int64, epoch int16) bool {
 func (l *Log) OpenTxnLocked(pid int64, epoch int16) bool {
 	p := l.producers[pid]
 	return p != nil && p.inTxn && p.epoch == epoch
+}
+
+// checkTxnsLocked checks txnIndex's invariant against the producer state
+// (invariants build tag only). REQUIRES: l.appendMu.
+func (l *Log) checkTxnsLocked() {
+	l.txns.mu.Lock()
+	defer l.txns.mu.Unlock()
+	n := 0
+	for id, p := range l.producers {
+		if !p.inTxn {
+			continue
+		}
+		n++
+		f, ok := l.txns.ongoing[id]
+		invariant.Check(ok && f == p.txnFirst, "log %s: producer %d has a transaction open at %d, index says %d (%v)", l.dir, id, p.txnFirst, f, ok)
+	}
+	invariant.Check(n == len(l.txns.ongoing), "log %s: %d open transactions in the producer state, %d in the index", l.dir, n, len(l.txns.ongoing))
+	for i := 1; i < len(l.txns.aborted); i++ {
+		invariant.Check(l.txns.aborted[i-1].LastOffset < l.txns.aborted[i].LastOffset, "log %s: aborted transactions out of order at %d", l.dir, i)
+	}
 }

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -277,4 +278,21 @@ func (l *Log) checkTxnsLocked() {
 	for i := 1; i < len(l.txns.aborted); i++ {
 		invariant.Check(l.txns.aborted[i-1].LastOffset < l.txns.aborted[i].LastOffset, "log %s: aborted transactions out of order at %d", l.dir, i)
 	}
+}
+
+// abortedBatch says h is a batch of an aborted transaction: the cleaner
+// does not let its keys shadow committed records.
+func (p *cleanPass) abortedBatch(h record.Header) bool {
+	if !h.Transactional() || h.Control() {
+		return false
+	}
+	if p.aborted == nil {
+		p.aborted = p.l.AbortedTxns(0, math.MaxInt64)
+	}
+	for _, a := range p.aborted {
+		if a.ProducerID == h.ProducerID && a.FirstOffset <= h.BaseOffset && h.BaseOffset <= a.LastOffset {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -182,5 +183,72 @@ func TestTransactionsZombieFenced(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"fresh"}) {
 		t.Fatalf("read_committed read %q, want only the new instance's record", got)
+	}
+}
+
+// TestTransactionsGroupTransactSession: franz-go's consume-transform-
+// produce pipeline (GroupTransactSession: TxnOffsetCommit with the group's
+// generation, offsets committed with the output): every input record is in
+// the output once, read with read_committed, and the group's committed
+// offset is the input's end.
+func TestTransactionsGroupTransactSession(t *testing.T) {
+	d := startDaemon(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
+	addr := d.Addr()
+	ctx := testCtx(t, 2*time.Minute)
+	adm := newAdmin(t, addr)
+	createTopic(t, adm, "eos-in", 2, nil)
+	createTopic(t, adm, "eos-out", 2, nil)
+	const n = 200
+	in := newClient(t, addr, kgo.DefaultProduceTopic("eos-in"))
+	for i := range n {
+		in.Produce(ctx, kgo.StringRecord(fmt.Sprintf("r%03d", i)), nil)
+	}
+	if err := in.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID("eos-1"),
+		kgo.ConsumerGroup("eos-g"), kgo.ConsumeTopics("eos-in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DefaultProduceTopic("eos-out"), kgo.TransactionTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	done := 0
+	for done < n && ctx.Err() == nil {
+		fs := sess.PollFetches(ctx)
+		if err := sess.Begin(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, kgo.StringRecord("out-"+string(r.Value)), nil)
+			done++
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("end: %v", err)
+		}
+		if !committed {
+			t.Fatal("the session aborted a transaction")
+		}
+	}
+	out := newClient(t, addr, kgo.ConsumeTopics("eos-out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]int{}
+	total := 0
+	for total < n && ctx.Err() == nil {
+		out.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; total++ })
+	}
+	for i := range n {
+		if v := fmt.Sprintf("out-r%03d", i); seen[v] != 1 {
+			t.Errorf("%s in the output %d times", v, seen[v])
+		}
+	}
+	offs, err := adm.FetchOffsets(ctx, "eos-g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != n {
+		t.Fatalf("the group's committed offsets sum to %d, want %d", sum, n)
 	}
 }

@@ -67,17 +67,32 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 	})
 	t.Logf("kill -9 transaction coordinator %d", coord)
 	c.Broker(coord).Kill9()
-
-	run("c2", true)
-	run("a2", false)
-	run("c3", true)
-
+	// Until the controller moves the __transaction_state partition, a
+	// client's FindCoordinator gets COORDINATOR_NOT_AVAILABLE, and
+	// franz-go's own retries may run out first on a loaded machine: wait
+	// for the new coordinator, as an application would retry.
 	var alive []string
 	for _, b := range c.Brokers() {
 		if b.NodeID() != coord {
 			alive = append(alive, b.Addr())
 		}
 	}
+	waitUntil(t, 60*time.Second, "a new transaction coordinator", func() error {
+		cl := newClient(t, alive[0], kgo.SeedBrokers(alive...))
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if co := resp.Coordinators[0]; co.ErrorCode != 0 || co.NodeID == coord {
+			return fmt.Errorf("coordinator %d, %v", co.NodeID, kerr.ErrorForCode(co.ErrorCode))
+		}
+		return nil
+	})
+
+	run("c2", true)
+	run("a2", false)
+	run("c3", true)
+
 	cl := newClient(t, alive[0], kgo.SeedBrokers(alive...), kgo.ConsumeTopics("txn-rf3"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	got := map[int32][]string{}

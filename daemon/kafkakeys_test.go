@@ -26,10 +26,13 @@ func TestStockKafkaProperties(t *testing.T) {
 	if cfg.LogDirs != "/tmp/kraft-combined-logs" || cfg.NodeID != 1 {
 		t.Errorf("log.dirs %q node.id %d", cfg.LogDirs, cfg.NodeID)
 	}
-	for _, k := range []string{"num.network.threads", "num.io.threads", "listener.security.protocol.map", "transaction.state.log.min.isr"} {
+	for _, k := range []string{"num.network.threads", "num.io.threads", "listener.security.protocol.map", "share.coordinator.state.topic.min.isr"} {
 		if !slices.Contains(f.ignored, k) {
 			t.Errorf("%s not among the ignored keys %q", k, f.ignored)
 		}
+	}
+	if cfg.TransactionStateLogMinIsr != 1 || cfg.TransactionStateLogReplicationFactor != 1 {
+		t.Errorf("transaction.state.log.min.isr %d, replication.factor %d; want the file's 1 and 1", cfg.TransactionStateLogMinIsr, cfg.TransactionStateLogReplicationFactor)
 	}
 	if slices.Contains(f.ignored, "log.retention.hours") {
 		t.Errorf("log.retention.hours reported as ignored")

@@ -20,10 +20,13 @@ package broker
 //   - record.Validate checks the batch with the topic's max.message.bytes
 //     (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, ...), and keys
 //     on compacted topics;
-//   - a transactional batch is INVALID_TXN_STATE: without a transaction
-//     coordinator no transaction can be ongoing, and that is the code a
-//     Kafka broker gives a transactional batch whose transaction it cannot
-//     verify;
+//   - a transactional batch must belong to the producer's ongoing
+//     transaction, with this partition added to it (KIP-890 part 1,
+//     checked with the local transaction coordinator, txns.go), else
+//     INVALID_TXN_STATE (COORDINATOR_LOAD_IN_PROGRESS while the local
+//     coordinator loads); when the coordinator of the transactional ID is
+//     another broker the batch is accepted unchecked (not yet verified
+//     across brokers);
 //   - idempotent batches go through the log's sequence checks:
 //     OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, and a
 //     duplicate of one of the producer's last five batches is answered
@@ -54,6 +57,7 @@ import (
 	"github.com/vltava/vltava/core/log"
 	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/record"
+	"github.com/vltava/vltava/core/txn"
 	"github.com/vltava/vltava/core/wire"
 )
 
@@ -141,7 +145,20 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	// partition's leader/ISR lock (held for read): leadership can not move
 	// in between, so the batch is written under the epoch that was checked
 	// or not at all (issue 9, fault 1).
-	res, epoch, err := p.AppendAsLeader(records, now, func(l part.Leading) error {
+	// A transactional batch is checked against its transaction (KIP-890
+	// part 1, issue 11) under the log's append lock, where markers are
+	// appended too, so a batch can not slip in after its transaction's
+	// marker. The header is validated by the check before verify runs.
+	var verify func() error
+	if th, err := record.ParseHeader(records); err == nil && th.Transactional() {
+		// txn_verify.go; a remote coordinator is asked here, before the
+		// partition's locks are taken.
+		verify, err = b.txns.produceCheck(r.TransactionID, th.ProducerID, th.ProducerEpoch, p, txn.TP{Topic: t.name, Partition: sp.Partition})
+		if err != nil {
+			return ackWait{}, err
+		}
+	}
+	res, epoch, err := p.AppendAsLeaderVerified(records, now, func(l part.Leading) error {
 		if err := checkProduceFraming(records, r.Version); err != nil {
 			return err
 		}
@@ -152,9 +169,6 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 		if err != nil {
 			return err
 		}
-		if h.Transactional() {
-			return fmt.Errorf("transactional batch from producer %d: transactions are not supported yet: %w", h.ProducerID, kerr.InvalidTxnState)
-		}
 		numRecords = h.NumRecords
 		if r.Acks == -1 && int32(l.ISRSize) < cfg.MinInsyncReplicas {
 			return fmt.Errorf("ISR has %d replicas, min.insync.replicas is %d: %w", l.ISRSize, cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
@@ -163,7 +177,7 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 			produceHook(p)
 		}
 		return nil
-	})
+	}, verify)
 	if err != nil {
 		return ackWait{}, err
 	}

@@ -24,8 +24,12 @@ package broker
 //     broker the two differ only while an append is being acknowledged);
 //   - records are whole batches below the high watermark, starting with
 //     the batch that holds the fetch offset; HighWatermark,
-//     LastStableOffset (= the high watermark: no transactions yet) and
-//     LogStartOffset are set.
+//     LastStableOffset (the high watermark or, if lower, the first offset
+//     of the oldest open transaction) and LogStartOffset are set;
+//   - read_committed (IsolationLevel 1) reads only below the last stable
+//     offset and lists the aborted transactions whose marker is at or
+//     after the fetch offset and whose first batch is below the end of
+//     the read, which the consumer uses to drop their records.
 //
 // Sizes (KIP-74): each partition returns at most PartitionMaxBytes and the
 // response at most MaxBytes, except that the first batch of the first
@@ -43,9 +47,6 @@ package broker
 // to a request that asks for one, which every client (franz-go, sarama,
 // librdkafka) handles by sending full fetch requests; an incremental fetch
 // of a session we never created gets FETCH_SESSION_ID_NOT_FOUND.
-// IsolationLevel read_committed reads like read_uncommitted until
-// transactions exist (no batch can be transactional: Produce refuses
-// them).
 //
 // Replication (cluster mode): only the leader serves fetches
 // (NOT_LEADER_OR_FOLLOWER elsewhere). A fetch from a replica (ReplicaID,
@@ -77,6 +78,9 @@ type fetchPart struct {
 	maxBytes int32
 	sp       *kmsg.FetchResponseTopicPartition
 	replica  bool // a follower's fetch: read up to the log end, not the HW
+	// committed is IsolationLevel read_committed: read up to the last
+	// stable offset and list the aborted transactions (issue 11).
+	committed bool
 }
 
 // fetchRead is what one pass over the partitions read: a range per
@@ -184,7 +188,7 @@ func (b *Broker) fetchPlan(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fet
 			if r.IsolationLevel == 1 {
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			}
-			fp := fetchPart{offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, sp: sp}
+			fp := fetchPart{offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, sp: sp, committed: r.IsolationLevel == 1}
 			switch {
 			case t == nil:
 				setFetchError(sp, unknown)
@@ -362,13 +366,18 @@ func (b *Broker) fetchPartition(fp *fetchPart, limit int64, first bool) (*log.Sl
 	hw := p.HighWatermark()
 	start, end := p.log.StartOffset(), p.log.EndOffset()
 	sp.ErrorCode = 0
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, start
+	lso := p.log.LastStableOffset(hw) // transactions (issue 11)
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, start
 	if fp.offset < start || fp.offset > max(end, hw) {
 		return nil, kerr.OffsetOutOfRange.Code
 	}
 	upTo := hw // consumers read committed records only
-	if fp.replica {
+	switch {
+	case fp.replica:
 		upTo = end // followers copy everything the leader has
+	case fp.committed:
+		upTo = lso // read_committed: no open transaction's records
+		setAbortedTxns(sp, p.log.AbortedTxns(fp.offset, upTo))
 	}
 	if fp.offset >= upTo || (!first && limit <= 0) {
 		return nil, 0
@@ -388,6 +397,15 @@ func (b *Broker) fetchPartition(fp *fetchPart, limit int64, first bool) (*log.Sl
 		return nil, 0
 	}
 	return s, 0
+}
+
+// setAbortedTxns lists the aborted transactions a read_committed
+// consumer must skip (issue 11).
+func setAbortedTxns(sp *kmsg.FetchResponseTopicPartition, aborted []log.AbortedTxn) {
+	sp.AbortedTransactions = sp.AbortedTransactions[:0]
+	for _, a := range aborted {
+		sp.AbortedTransactions = append(sp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+	}
 }
 
 // Outcomes of waitAny.

@@ -9,9 +9,9 @@ package broker
 // -4, the earliest offset still on local storage (KIP-405).
 //
 // Special timestamps: -2 (earliest) is the log start offset, -4 is the
-// same since all data is local, -1 (latest) is the high watermark (also
-// for read_committed: the last stable offset equals it until transactions
-// exist), -3 is the offset of the first record with the largest
+// same since all data is local, -1 (latest) is the high watermark
+// (read_committed: the last stable offset, below the oldest open
+// transaction), -3 is the offset of the first record with the largest
 // timestamp. A timestamp >= 0 gives the first offset whose record has a
 // timestamp at or after it, with that timestamp; when there is none the
 // answer is offset -1 and timestamp -1, as in Kafka. Other negative
@@ -70,7 +70,7 @@ func handleListOffsets(b *Broker, _ context.Context, req *wire.Request) (*wire.R
 			case r.Version >= 4 && checkLeaderEpoch(p.LeaderEpoch(), rp.CurrentLeaderEpoch) != 0:
 				sp.ErrorCode = checkLeaderEpoch(p.LeaderEpoch(), rp.CurrentLeaderEpoch)
 			default:
-				b.listOffset(p, rp.Timestamp, sp)
+				b.listOffset(p, rp.Timestamp, r.IsolationLevel == 1, sp)
 			}
 		}
 	}
@@ -118,7 +118,7 @@ func listTimestampServed(ts int64, version int16) bool {
 
 // listOffset answers one partition. Offsets at or past the high watermark
 // are not visible and are answered as "none" (-1, -1).
-func (b *Broker) listOffset(p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (b *Broker) listOffset(p *partition, ts int64, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	if p.log.Err() != nil { // its log directory is offline (logdir.go)
 		sp.ErrorCode = kerr.KafkaStorageError.Code
 		return
@@ -134,6 +134,9 @@ func (b *Broker) listOffset(p *partition, ts int64, sp *kmsg.ListOffsetsResponse
 		return
 	case listLatest:
 		sp.Offset = hw
+		if committed { // read_committed: the last stable offset (issue 11)
+			sp.Offset = p.log.LastStableOffset(hw)
+		}
 		return
 	}
 	var off, at int64 // the offset found and its timestamp

@@ -10,8 +10,10 @@ package broker
 // A group's coordinator is the leader of __consumer_offsets partition
 // abs(javaStringHashCode(group)) % partitions; the topic is created on
 // first use. On one broker that leader is this broker, but it is computed
-// the same way a cluster will. Transactional IDs get
-// COORDINATOR_NOT_AVAILABLE until a transaction coordinator exists.
+// the same way a cluster will. A transactional ID's coordinator (key type
+// 1) is the leader of __transaction_state partition
+// abs(javaStringHashCode(id)) % partitions, created on first use
+// (txns.go).
 
 import (
 	"context"
@@ -51,7 +53,7 @@ func (b *Broker) findCoordinator(ctx context.Context, typ int8, key string) kmsg
 	switch typ {
 	case 0:
 	case 1:
-		return fail(kerr.CoordinatorNotAvailable.Code, "transactions are not supported yet")
+		return b.findTxnCoordinator(ctx, c, key, fail)
 	default:
 		return fail(kerr.InvalidRequest.Code, "unknown coordinator key type")
 	}
@@ -74,6 +76,28 @@ func (b *Broker) findCoordinator(ctx context.Context, typ int8, key string) kmsg
 	bi, ok := b.brokerInfo(v.Leader)
 	if v.Leader < 0 || !ok {
 		return fail(kerr.CoordinatorNotAvailable.Code, "the coordinator's __consumer_offsets partition has no leader")
+	}
+	c.NodeID, c.Host, c.Port = bi.ID, bi.Host, bi.Port
+	return c
+}
+
+// findTxnCoordinator answers key type 1 (transactional IDs).
+func (b *Broker) findTxnCoordinator(ctx context.Context, c kmsg.FindCoordinatorResponseCoordinator, key string, fail func(int16, string) kmsg.FindCoordinatorResponseCoordinator) kmsg.FindCoordinatorResponseCoordinator {
+	if key == "" {
+		return fail(kerr.InvalidRequest.Code, "transactional id is empty")
+	}
+	if err := b.txns.ensureTopic(ctx); err != nil {
+		b.logger.Warn("broker: transaction coordinator not available", "err", err)
+		return fail(kerr.CoordinatorNotAvailable.Code, "__transaction_state can not be created")
+	}
+	p, _, ok := b.txns.partitionOf(key)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable.Code, "no __transaction_state partition")
+	}
+	v := p.State().View
+	bi, ok := b.brokerInfo(v.Leader)
+	if v.Leader < 0 || !ok {
+		return fail(kerr.CoordinatorNotAvailable.Code, "the coordinator's __transaction_state partition has no leader")
 	}
 	c.NodeID, c.Host, c.Port = bi.ID, bi.Host, bi.Port
 	return c

@@ -15,10 +15,13 @@ package broker
 //     producer is answered with a new ID, which the client accepts.
 //   - An empty TransactionalID, or only one of ProducerID and ProducerEpoch
 //     set, is INVALID_REQUEST, as in Kafka.
-//   - Any other TransactionalID is COORDINATOR_NOT_AVAILABLE: what a Kafka
-//     broker answers while it has no transaction coordinator to serve the
-//     ID (for instance, while __transaction_state cannot be created).
-//     Clients treat it as retriable and give up after their retry timeout.
+//   - Any other TransactionalID goes to the transaction coordinator
+//     (txn_ops.go, core/txn): the ID keeps its producer ID and gets the
+//     next epoch, fencing the previous instance; an open transaction of
+//     that instance is aborted first. NOT_COORDINATOR when this broker
+//     does not lead the ID's __transaction_state partition,
+//     CONCURRENT_TRANSACTIONS while its markers are written,
+//     INVALID_TRANSACTION_TIMEOUT above transaction.max.timeout.ms.
 
 import (
 	"context"
@@ -40,9 +43,7 @@ func handleInitProducerID(b *Broker, ctx context.Context, req *wire.Request) (*w
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply(resp)
 	case r.TransactionalID != nil:
-		b.logger.Debug("broker: init producer id: transactions are not supported yet",
-			"transactional_id", *r.TransactionalID, "client", req.ClientID)
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = b.txns.initProducer(ctx, *r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch)
 		return reply(resp)
 	}
 	id, err := b.pids.allocate(ctx, b.store)

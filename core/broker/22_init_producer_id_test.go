@@ -51,7 +51,9 @@ func TestInitProducerIDRefusals(t *testing.T) {
 		edit func(*kmsg.InitProducerIDRequest)
 		want *kerr.Error
 	}{
-		{"transactional", func(r *kmsg.InitProducerIDRequest) { r.TransactionalID = &txn }, kerr.CoordinatorNotAvailable},
+		{"timeout above transaction.max.timeout.ms", func(r *kmsg.InitProducerIDRequest) {
+			r.TransactionalID, r.TransactionTimeoutMillis = &txn, 1<<30
+		}, kerr.InvalidTransactionTimeout},
 		{"empty transactional id", func(r *kmsg.InitProducerIDRequest) { r.TransactionalID = &empty }, kerr.InvalidRequest},
 		{"epoch without id", func(r *kmsg.InitProducerIDRequest) { r.ProducerEpoch = 3 }, kerr.InvalidRequest},
 	} {

@@ -57,7 +57,8 @@ var authzTable = map[int16]authzRule{
 	24: {rtTxnID, opWrite, checkAddPartitionsToTxn},         // + WRITE on each topic; v4+: CLUSTER_ACTION
 	25: {rtTxnID, opWrite, checkAddOffsetsToTxn},            // + READ on the group
 	26: {rtTxnID, opWrite, checkEndTxn},
-	28: {rtTxnID, opWrite, checkTxnOffsetCommit}, // + READ on the group and each topic
+	27: {rtCluster, opClusterAction, onCluster(opClusterAction)}, // broker to broker
+	28: {rtTxnID, opWrite, checkTxnOffsetCommit},                 // + READ on the group and each topic
 	29: {rtCluster, opDescribe, onCluster(opDescribe)},
 	30: {rtCluster, opAlter, onCluster(opAlter)},
 	31: {rtCluster, opAlter, onCluster(opAlter)},
@@ -76,7 +77,18 @@ var authzTable = map[int16]authzRule{
 	49: {rtCluster, opAlterConfigs, onCluster(opAlterConfigs)},
 	50: {rtCluster, opDescribe, onCluster(opDescribe)},
 	51: {rtCluster, opAlter, onCluster(opAlter)},
-	60: {rtCluster, opDescribe, checkDescribeCluster},  // refuses nothing; computes authorized operations
+	60: {rtCluster, opDescribe, checkDescribeCluster}, // refuses nothing; computes authorized operations
+	61: {rtTopic, opRead, onEveryTopic(opRead, func(r kmsg.Request) []string { // DescribeProducers
+		var ts []string
+		for _, t := range r.(*kmsg.DescribeProducersRequest).Topics {
+			ts = append(ts, t.Topic)
+		}
+		return ts
+	})},
+	65: {rtTxnID, opDescribe, onEveryTxnID(opDescribe, func(r kmsg.Request) []string { // DescribeTransactions
+		return r.(*kmsg.DescribeTransactionsRequest).TransactionalIDs
+	})},
+	66: {rtCluster, opDescribe, onCluster(opDescribe)}, // ListTransactions: Kafka filters by DESCRIBE on each ID; this asks the cluster's
 	68: {rtGroup, opRead, checkConsumerGroupHeartbeat}, // + DESCRIBE on each subscribed topic
 	69: {rtGroup, opDescribe, eachGroup(opDescribe, splitConsumerGroupDescribe)},
 }
@@ -88,6 +100,32 @@ func onCluster(op acl.Operation) authzCheck {
 			return nil, nil
 		}
 		return denyWhole(req.Body, errClusterAuthz), nil
+	}
+}
+
+// onEveryTopic refuses the whole request (every topic answered
+// TOPIC_AUTHORIZATION_FAILED) unless the principal holds op on each of
+// its topics.
+func onEveryTopic(op acl.Operation, topics func(kmsg.Request) []string) authzCheck {
+	return func(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
+		for _, t := range topics(req.Body) {
+			if !b.allowed(w, rtTopic, t, op) {
+				return denyWhole(req.Body, errTopicAuthz), nil
+			}
+		}
+		return nil, nil
+	}
+}
+
+// onEveryTxnID is onEveryTopic for transactional IDs.
+func onEveryTxnID(op acl.Operation, ids func(kmsg.Request) []string) authzCheck {
+	return func(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
+		for _, id := range ids(req.Body) {
+			if !b.allowed(w, rtTxnID, id, op) {
+				return denyWhole(req.Body, errTxnAuthz), nil
+			}
+		}
+		return nil, nil
 	}
 }
 
@@ -185,6 +223,45 @@ func denyWhole(r kmsg.Request, code int16) kmsg.Response {
 		}
 		for _, u := range r.Upsertions {
 			add(u.Name)
+		}
+		return resp
+	case *kmsg.WriteTxnMarkersRequest:
+		resp := resp.(*kmsg.WriteTxnMarkersResponse)
+		for _, m := range r.Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+		return resp
+	case *kmsg.DescribeProducersRequest:
+		resp := resp.(*kmsg.DescribeProducersResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewDescribeProducersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeProducersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.DescribeTransactionsRequest:
+		resp := resp.(*kmsg.DescribeTransactionsResponse)
+		for _, id := range r.TransactionalIDs {
+			st := kmsg.NewDescribeTransactionsResponseTransactionState()
+			st.TransactionalID, st.ErrorCode = id, code
+			resp.TransactionStates = append(resp.TransactionStates, st)
 		}
 		return resp
 	case *kmsg.DescribeLogDirsRequest:

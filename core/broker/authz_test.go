@@ -475,6 +475,33 @@ func authzCases() []authzCase {
 				r.Topics = append(r.Topics, t)
 				return r
 			}},
+		{key: 27, name: "WriteTxnMarkers", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opClusterAction)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrWriteTxnMarkersRequest()
+				m := kmsg.NewWriteTxnMarkersRequestMarker()
+				m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch = 1, 0, 0
+				t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+				t.Topic, t.Partitions = authzTopic, []int32{0}
+				m.Topics = append(m.Topics, t)
+				r.Markers = append(r.Markers, m)
+				return r
+			}},
+		{key: 61, name: "DescribeProducers", code: errTopicAuthz, grant: []acl.Binding{topicACL("", opRead)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrDescribeProducersRequest()
+				t := kmsg.NewDescribeProducersRequestTopic()
+				t.Topic, t.Partitions = authzTopic, []int32{0}
+				r.Topics = append(r.Topics, t)
+				return r
+			}},
+		{key: 65, name: "DescribeTransactions", code: errTxnAuthz, grant: []acl.Binding{txnACL("", opDescribe)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrDescribeTransactionsRequest()
+				r.TransactionalIDs = []string{"tx"}
+				return r
+			}},
+		{key: 66, name: "ListTransactions", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opDescribe)},
+			req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }},
 		{key: 29, name: "DescribeAcls", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opDescribe)},
 			req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrDescribeACLsRequest() }},
 		{key: 30, name: "CreateAcls", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opAlter)},

@@ -76,6 +76,7 @@ type Broker struct {
 
 	assignors []sdk.Assignor
 	groups    *groupHost // the group coordinator; set in start
+	txns      *txnHost   // the transaction coordinator (txns.go); set in start
 	quotas    *quota.Manager
 	authz     *acl.Authorizer // nil without authorizer: acl (authz.go)
 
@@ -171,6 +172,7 @@ func (b *Broker) start() error {
 	if err := b.startGroups(); err != nil {
 		return err
 	}
+	b.startTxns()
 	addr, _ := b.cfg.ListenAddr()           // validated in New
 	protocol, _ := b.cfg.ListenerProtocol() // validated in New
 	ln, err := net.Listen("tcp", addr)

@@ -77,6 +77,20 @@
 // holding one; the cluster applier only kicks the loader, which takes
 // groupHost.mu itself.
 //
+// # Transaction coordinator
+//
+// txns.go hosts core/txn over __transaction_state (issue 11); txn_ops.go
+// runs InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn,
+// each holding the ID's busy flag from reading its state to installing
+// the next one; txn_verify.go checks transactional produce requests
+// (KIP-890 part 1). Lock order: txnHost.mu before partition and log
+// locks (loading replays a partition under it), never taken while holding
+// one; appends (persist, markers) and replication waits run without it.
+// The produce check runs under a partition's leader/ISR lock and the
+// log's append lock and takes no lock: it reads sync.Map mirrors of the
+// coordinator state and the partitions' atomic state. txnHost.peers.mu
+// guards only the client cache.
+//
 // # Producer IDs
 //
 // /producer-ids/next holds the next unallocated producer ID. A broker

@@ -269,16 +269,25 @@ func (h *groupHost) appendLocked(recs []group.Record, now time.Time) ([]ackWait,
 		if p == nil {
 			return nil, fmt.Errorf("broker: __consumer_offsets has no partition %d", i)
 		}
-		// AppendAsLeader holds the partition's leader/ISR lock across its
-		// leader check and the append (issue 9, fault 1).
-		res, epoch, err := p.AppendAsLeader(recordBatch(byPartition[i], now.UnixMilli()), now, nil)
-		if errors.Is(err, part.ErrNotLeader) {
-			return nil, fmt.Errorf("broker: %s moved to another broker: %w", p, err)
+		// One batch per run of records with the same producer:
+		// transactional offset commits go in their producer's
+		// transactional batch (txn_offsets.go in core/group).
+		for _, run := range producerRuns(byPartition[i]) {
+			batch := recordBatch(run, now.UnixMilli())
+			if run[0].Txn {
+				batch = txnRecordBatch(run, now.UnixMilli())
+			}
+			// AppendAsLeader holds the partition's leader/ISR lock across
+			// its leader check and the append (issue 9, fault 1).
+			res, epoch, err := p.AppendAsLeader(batch, now, nil)
+			if errors.Is(err, part.ErrNotLeader) {
+				return nil, fmt.Errorf("broker: %s moved to another broker: %w", p, err)
+			}
+			if err != nil {
+				return nil, err
+			}
+			waits = append(waits, ackWait{p: p, last: res.LastOffset, epoch: epoch, minISR: p.Config().MinInsyncReplicas})
 		}
-		if err != nil {
-			return nil, err
-		}
-		waits = append(waits, ackWait{p: p, last: res.LastOffset, epoch: epoch, minISR: p.Config().MinInsyncReplicas})
 	}
 	return waits, nil
 }

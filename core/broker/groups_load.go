@@ -245,8 +245,19 @@ func (h *groupHost) loadOne(l *group.Load) error {
 			}
 			continue
 		}
-		next, err := replayChunk(p, off, end, func(key, value []byte) {
-			if err := l.Replay(time.Now(), key, value); err != nil {
+		next, err := replayChunkTxn(p, off, end, func(hd record.Header, key, value []byte) {
+			var err error
+			switch {
+			case hd.Control(): // transactional offsets (txn_offsets.go)
+				if typ, ok := markerType(key); ok {
+					l.ReplayMarker(time.Now(), hd.ProducerID, typ == record.ControlCommit)
+				}
+			case hd.Transactional():
+				err = l.ReplayTxn(hd.ProducerID, key, value)
+			default:
+				err = l.Replay(time.Now(), key, value)
+			}
+			if err != nil {
 				h.b.logger.Warn("broker: skipping a __consumer_offsets record", "partition", p.String(), "err", err)
 			}
 		})
@@ -264,6 +275,16 @@ func (h *groupHost) loadOne(l *group.Load) error {
 // off (below end), skipping control batches, and returns the offset
 // after the last batch read.
 func replayChunk(p *partition, off, end int64, fn func(key, value []byte)) (int64, error) {
+	return replayChunkTxn(p, off, end, func(h record.Header, key, value []byte) {
+		if !h.Control() {
+			fn(key, value)
+		}
+	})
+}
+
+// replayChunkTxn is replayChunk with each record's batch header, control
+// batches included (issue 11).
+func replayChunkTxn(p *partition, off, end int64, fn func(h record.Header, key, value []byte)) (int64, error) {
 	s, err := p.log.Read(off, 1<<20, end)
 	if err != nil {
 		return off, err
@@ -283,11 +304,8 @@ func replayChunk(p *partition, off, end int64, fn func(key, value []byte)) (int6
 			continue
 		}
 		off = h.LastOffset() + 1
-		if h.Control() {
-			continue
-		}
 		if err := record.Records(batch, 0, func(r record.Record) error {
-			fn(r.Key, r.Value)
+			fn(h, r.Key, r.Value)
 			return nil
 		}); err != nil {
 			return off, err

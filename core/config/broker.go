@@ -172,6 +172,20 @@ type Broker struct {
 	Authorizer                string `mapstructure:"authorizer"`
 	SuperUsers                string `mapstructure:"super.users"`
 	AllowEveryoneIfNoACLFound bool   `mapstructure:"allow.everyone.if.no.acl.found"`
+
+	// Transaction coordinator (core/txn, core/broker/txns.go): Kafka's
+	// names and defaults. __transaction_state is created on first use
+	// with these settings; its replication factor and min ISR are capped
+	// by the live brokers.
+	TransactionStateLogNumPartitions     int32 `mapstructure:"transaction.state.log.num.partitions"`
+	TransactionStateLogReplicationFactor int16 `mapstructure:"transaction.state.log.replication.factor"`
+	TransactionStateLogMinIsr            int32 `mapstructure:"transaction.state.log.min.isr"`
+	TransactionStateLogSegmentBytes      int64 `mapstructure:"transaction.state.log.segment.bytes"`
+	TransactionMaxTimeoutMs              int32 `mapstructure:"transaction.max.timeout.ms"`
+	// TransactionAbortTimedOutTransactionCleanupIntervalMs is how often
+	// the coordinator looks for transactions past their timeout and
+	// aborts them.
+	TransactionAbortTimedOutTransactionCleanupIntervalMs int64 `mapstructure:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
 }
 
 // PluginConfigKeys are the broker keys whose values are plugin config
@@ -298,6 +312,13 @@ func DefaultBroker() Broker {
 		AutoLeaderRebalanceEnable:     true,
 		ControlledShutdownEnable:      true,
 		OffsetsTopicReplicationFactor: 3,
+
+		TransactionStateLogNumPartitions:                     50,
+		TransactionStateLogReplicationFactor:                 3,
+		TransactionStateLogMinIsr:                            2,
+		TransactionStateLogSegmentBytes:                      104857600,
+		TransactionMaxTimeoutMs:                              900000,
+		TransactionAbortTimedOutTransactionCleanupIntervalMs: 10000,
 	}
 }
 
@@ -385,6 +406,12 @@ func (b Broker) Validate() error {
 		{"replica.fetch.wait.max.ms", b.ReplicaFetchWaitMaxMs >= 0},
 		{"replica.fetch.max.bytes", b.ReplicaFetchMaxBytes >= 1},
 		{"offsets.topic.replication.factor", b.OffsetsTopicReplicationFactor >= 1},
+		{"transaction.state.log.num.partitions", b.TransactionStateLogNumPartitions >= 1},
+		{"transaction.state.log.replication.factor", b.TransactionStateLogReplicationFactor >= 1},
+		{"transaction.state.log.min.isr", b.TransactionStateLogMinIsr >= 1},
+		{"transaction.state.log.segment.bytes", b.TransactionStateLogSegmentBytes >= 1024},
+		{"transaction.max.timeout.ms", b.TransactionMaxTimeoutMs >= 1},
+		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", b.TransactionAbortTimedOutTransactionCleanupIntervalMs >= 1},
 	}
 	for _, c := range checks {
 		if !c.ok {

@@ -91,6 +91,12 @@ type Waiter any
 type Record struct {
 	Partition  int32
 	Key, Value []byte
+	// Txn marks a transactional offset commit (txn_offsets.go): the
+	// caller writes it in a transactional batch of ProducerID at
+	// ProducerEpoch, and it stays pending until the transaction's marker.
+	Txn           bool
+	ProducerID    int64
+	ProducerEpoch int16
 }
 
 // Reply is a response for a Waiter.
@@ -129,6 +135,9 @@ type Coordinator struct {
 	parts map[int32]Ownership
 	// nextRetention is when offsets retention next runs.
 	nextRetention time.Time
+	// txnOffsets are the offsets of open transactions (txn_offsets.go):
+	// group -> producer ID -> partition -> offset.
+	txnOffsets map[string]map[int64]map[tp]offset
 }
 
 // New returns an empty coordinator that owns no partition: every group

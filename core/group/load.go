@@ -114,6 +114,7 @@ func (c *Coordinator) FinishLoad(now time.Time, l *Load) bool {
 		c.logger.Warn("group: __consumer_offsets partition holds groups of other partitions (offsets.topic.num.partitions changed?)",
 			"partition", l.partition, "groups", l.skipped)
 	}
+	c.adoptTxnOffsets(l) // txn_offsets.go
 	c.parts[l.partition] = Ownership{Loaded: true, Epoch: l.epoch}
 	return true
 }
@@ -139,6 +140,7 @@ func (c *Coordinator) Unload(now time.Time, partition int32) Output {
 		}
 		delete(c.groups, id)
 	}
+	c.dropTxnOffsets(partition) // txn_offsets.go
 	delete(c.parts, partition)
 	return out
 }

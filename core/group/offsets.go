@@ -122,6 +122,7 @@ func (c *Coordinator) OffsetFetch(now time.Time, req *kmsg.OffsetFetchRequest) *
 		defer c.checkInvariants()
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	defer c.markUnstable(req, resp) // RequireStable (txn_offsets.go)
 	if req.Version < 8 {
 		var topics []kmsg.OffsetFetchRequestGroupTopic
 		for _, t := range req.Topics {

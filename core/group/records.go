@@ -118,6 +118,10 @@ func (c *Coordinator) Apply(now time.Time, recs []Record) {
 		defer c.checkInvariants()
 	}
 	for _, r := range recs {
+		if r.Txn {
+			_ = c.replayTxnOffset(r.ProducerID, r.Key, r.Value) // pending (txn_offsets.go)
+			continue
+		}
 		if len(r.Key) < 2 {
 			continue
 		}

@@ -17,6 +17,12 @@ type AppendOptions struct {
 	// (record.Validate does), so Append skips its own pass over the bytes.
 	// Framing and headers are always checked.
 	CRCChecked bool
+	// Verify, if set, runs under the append lock after the producer checks
+	// and just before the batches are written; its error fails the append
+	// (a duplicate of a cached batch is answered before it runs). Markers
+	// are appended under the same lock, so a check of transaction state
+	// here can not interleave with a marker (issue 11, KIP-890 part 1).
+	Verify func() error
 }
 
 // AppendResult describes an append.
@@ -80,6 +86,11 @@ func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult
 		}
 		return AppendResult{}, 0, false, err
 	}
+	if opts.Verify != nil {
+		if err := opts.Verify(); err != nil {
+			return AppendResult{}, 0, false, err
+		}
+	}
 	next, maxTs := stampBatches(records, batches, end, opts)
 	if opts.LeaderEpoch >= 0 {
 		// The cache entry is durable before the data: a crash never
@@ -94,6 +105,19 @@ func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult
 	}
 	for id, p := range pending {
 		l.producers[id] = p
+	}
+	for _, b := range batches { // transactions (txn.go)
+		if b.h.Transactional() {
+			ctl, ce := controlTypeOf(b.h, records[b.off:])
+			l.txns.apply(b.h, ctl)
+			l.producers.noteMarker(b.h, ce)
+		}
+		if b.h.Control() {
+			delete(l.guards, b.h.ProducerID) // a check in flight is stale now
+		}
+	}
+	if invariant.Enabled {
+		l.checkTxnsLocked()
 	}
 	res = AppendResult{BaseOffset: end, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: start}
 	if opts.LogAppendTime > 0 {
@@ -377,7 +401,7 @@ func (l *Log) rollLocked() error {
 	l.segs = append(slices.Clone(l.segs), seg)
 	l.dirGen++
 	l.mu.Unlock()
-	if err := writeSnapshot(l.dir, end, l.producers, false); err != nil {
+	if err := writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), false); err != nil {
 		l.config().Logger.Warn("log: producer snapshot failed", "dir", l.dir, "err", err)
 	}
 	return nil

@@ -80,6 +80,7 @@ type cleanPass struct {
 	keys    map[keyDigest]int64 // latest offset of each key in the dirty range
 	dig     digester
 	lastOf  map[int64]int64 // producer ID -> last offset of its last batch
+	aborted []AbortedTxn    // aborted transactions, read on first need (txn.go)
 	horizon int64           // earliest delete horizon of a kept tombstone, 0 if none
 	br      *bufio.Reader   // segment reader, reused
 	buf     []byte          // batch buffer, reused
@@ -150,7 +151,10 @@ func (p *cleanPass) plan() ([]*segment, int, int, bool) {
 	l.mu.RUnlock()
 	p.start, p.cleaned = start, cleaned
 	n := 0 // candidates: inactive, wholly durable, older than the lag
-	for n+1 < len(segs) && segs[n+1].base <= rp {
+	// and below the oldest open transaction (issue 11: as Kafka's cleaner,
+	// never past the first unstable offset)
+	unstable, open := l.FirstUnstableOffset()
+	for n+1 < len(segs) && segs[n+1].base <= rp && (!open || segs[n+1].base <= unstable) {
 		_, maxTs, _ := segs[n].stats()
 		if p.cfg.MinCompactionLagMs > 0 && maxTs > p.nowMs-p.cfg.MinCompactionLagMs {
 			break
@@ -196,8 +200,8 @@ func (p *cleanPass) mapKeys(segs []*segment, n, d int, firstDirty int64) (int, i
 	for i := d; i < n; i++ {
 		stop := int64(-1)
 		err := p.eachBatch(segs[i], func(h record.Header, batch []byte, _ bool) error {
-			if stop >= 0 || h.LastOffset() < firstDirty || h.Control() {
-				return nil
+			if stop >= 0 || h.LastOffset() < firstDirty || h.Control() || p.abortedBatch(h) {
+				return nil // an aborted transaction's record never shadows a committed one (txn.go)
 			}
 			if len(p.keys) > 0 && len(p.keys)+int(h.NumRecords) > p.opts.MaxKeys {
 				stop = max(h.BaseOffset, firstDirty)
@@ -396,7 +400,7 @@ func (p *cleanPass) writeGroup(w io.Writer, g []*segment) (segMeta, error) {
 // consumers move past the removed offsets instead of waiting at them).
 func (p *cleanPass) filterBatch(dst []byte, h record.Header, batch []byte, lastInSegment bool) ([]byte, error) {
 	if h.Control() {
-		return append(dst, batch...), nil // markers: kept (no transactions yet)
+		return append(dst, batch...), nil // markers: kept (Kafka later removes old ones; not done here)
 	}
 	recs, err := batchRecords(h, batch)
 	if err != nil {

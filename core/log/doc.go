@@ -107,19 +107,47 @@
 //
 // # Producer snapshot (.snapshot)
 //
-// The idempotence state after every batch below offset. Big-endian:
+// The idempotence and transaction state after every batch below offset.
+// Big-endian, version 2:
 //
 //	 0      4    5          9           13
 //	+------+----+----------+-----------+------- - -
-//	|"VLPS"| 1  | CRC32C of| producer  | entries, ascending producerID
-//	|magic |ver | bytes 9..| count u32 |
+//	|"VLPS"| 2  | CRC32C of| producer  | entries, ascending producerID,
+//	|magic |ver | bytes 9..| count u32 | then the aborted transactions
 //	+------+----+----------+-----------+------- - -
-//	entry:  producerID int64 | epoch int16 | n uint8 (<= 5) | n x batch
-//	batch:  firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64
+//	entry:   producerID int64 | epoch int16 | n uint8 (<= 5) | n x batch |
+//	         inTxn uint8 (0/1) | txnFirst int64 | coordEpoch int32
+//	batch:   firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64
+//	aborted: count uint32 | count x (producerID int64 | firstOffset int64 |
+//	         lastOffset int64 | lastStableOffset int64), ascending lastOffset
+//
+// inTxn/txnFirst: the producer has an open transaction whose first batch
+// is at txnFirst; coordEpoch is the newest transaction coordinator epoch
+// of its markers here (an older coordinator's marker is refused). The
+// aborted list holds every aborted transaction whose
+// ABORT marker (lastOffset) is at or above the log start offset. Version 1
+// (no transaction fields, no aborted list) is still read.
 //
 // Written at every roll (not fsynced: the CRC rejects a torn one and an
 // older snapshot or the log headers take over) and at Close (fsynced). The
 // three newest are kept; snapshots above the log end are deleted.
+//
+// # Transactions (txn.go)
+//
+// A transactional batch opens a transaction of its producer on the
+// partition (if none is open); a control batch (marker) of the producer
+// closes it. Markers are written by the leader (AppendMarker, one batch of
+// one control record, key {version int16 0, type int16: 0 ABORT, 1
+// COMMIT}, value {version int16 0, coordinatorEpoch int32}) and replicated
+// like any batch. The last stable offset is min(high watermark, first
+// offset of the oldest open transaction). An ABORT marker adds {producer,
+// first offset, marker offset, LSO after it} to the aborted-transaction
+// index, which read_committed fetches return (AbortedTxns). The index is
+// kept in memory and in the producer snapshot (above), and rebuilt on Open
+// from the newest snapshot plus the markers after it (their control type
+// is the one record body recovery reads), so recovery stays bounded by the
+// bytes after the last snapshot. Not Kafka's per-segment .txnindex file:
+// entries leave the index when the log start passes their marker.
 //
 // # Leader-epoch checkpoint (leader-epoch-checkpoint)
 //

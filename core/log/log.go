@@ -99,10 +99,12 @@ type Log struct {
 	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints; Truncate holds it too
 	cleanMu  sync.Mutex // one Clean pass at a time; taken before adminMu
 
-	epochs    epochCache    // leader-epoch cache; own locks, taken after all others
-	producers producerState // guarded by appendMu
-	prunedAt  int64         // log start offset producers were last pruned at; guarded by appendMu
-	lastWrite writtenAt     // where the last append's bytes start; guarded by appendMu
+	epochs    epochCache                   // leader-epoch cache; own locks, taken after all others
+	producers producerState                // guarded by appendMu
+	prunedAt  int64                        // log start offset producers were last pruned at; guarded by appendMu
+	txns      txnIndex                     // open and aborted transactions (txn.go)
+	guards    map[int64]*VerificationGuard // transaction checks in flight, by producer (txn.go); guarded by appendMu
+	lastWrite writtenAt                    // where the last append's bytes start; guarded by appendMu
 
 	mu              sync.RWMutex
 	cfg             Config
@@ -223,7 +225,7 @@ func (l *Log) Close() error {
 	end, segs := l.end, l.segs
 	l.mu.Unlock()
 	if err == nil {
-		err = writeSnapshot(l.dir, end, l.producers, true)
+		err = writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), true)
 	}
 	if err == nil {
 		err = writeFileAtomic(l.dir, cleanShutdownFile, encodeCleanMarker(end, l.cleanTable()), true)

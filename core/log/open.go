@@ -427,14 +427,23 @@ func (l *Log) loadProducers() error {
 	if err := removeSnapshotsAbove(l.dir, l.end); err != nil {
 		return err
 	}
-	ps, from, err := loadLatestSnapshot(l.dir, l.end)
+	ps, aborted, from, err := loadLatestSnapshot(l.dir, l.end)
 	if err != nil {
 		return err
 	}
 	if from < 0 {
 		from = 0
 	}
-	err = l.forEachHeader(from, func(h record.Header) { ps.apply(h) })
+	// The transaction index is rebuilt along: the snapshot's open and
+	// aborted transactions, then the markers after it (txn.go).
+	l.txns.reset(ps, aborted)
+	err = l.forEachHeaderCtl(from, func(h record.Header, ctl int16, coordEpoch int32) {
+		ps.apply(h)
+		if h.Transactional() {
+			l.txns.apply(h, ctl)
+			ps.noteMarker(h, coordEpoch)
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -445,6 +454,13 @@ func (l *Log) loadProducers() error {
 // forEachHeader calls fn for every batch whose last offset is >= from, in
 // offset order, reading headers only.
 func (l *Log) forEachHeader(from int64, fn func(record.Header)) error {
+	return l.forEachHeaderCtl(from, func(h record.Header, _ int16, _ int32) { fn(h) })
+}
+
+// forEachHeaderCtl is forEachHeader that also reads the control type of
+// control batches (the only bodies it reads; they are a few dozen bytes);
+// ctl (and the marker's coordinator epoch) are -1 for other batches.
+func (l *Log) forEachHeaderCtl(from int64, fn func(record.Header, int16, int32)) error {
 	l.mu.RLock()
 	first, _ := l.segmentForLocked(from)
 	segs := l.segs[first:]
@@ -461,7 +477,7 @@ func (l *Log) forEachHeader(from int64, fn func(record.Header)) error {
 		}
 		sc := newHeaderScanner(sf.f, pos, size)
 		for {
-			h, _, err := sc.next()
+			h, at, err := sc.next()
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -470,7 +486,14 @@ func (l *Log) forEachHeader(from int64, fn func(record.Header)) error {
 				return fmt.Errorf("log: segment %d: %w", s.base, err)
 			}
 			if h.LastOffset() >= from {
-				fn(h)
+				ctl, ce := int16(-1), int32(-1)
+				if h.Control() {
+					buf := make([]byte, h.Size())
+					if _, err := sf.f.ReadAt(buf, at); err == nil {
+						ctl, ce = controlTypeOf(h, buf)
+					}
+				}
+				fn(h, ctl, ce)
 			}
 		}
 		sf.release()

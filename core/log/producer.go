@@ -26,6 +26,14 @@ type seqBatch struct {
 type producer struct {
 	epoch   int16
 	batches []seqBatch // oldest first, at most maxProducerBatches
+	// inTxn says a transaction of this producer is open on the partition:
+	// a transactional batch was appended and no marker since; txnFirst is
+	// the offset of its first batch (txn.go).
+	inTxn    bool
+	txnFirst int64
+	// coordEpoch is the newest coordinator epoch of a marker of this
+	// producer here (CheckMarkerLocked).
+	coordEpoch int32
 }
 
 func (p *producer) clone() *producer {
@@ -88,6 +96,12 @@ func (p *producer) update(h record.Header) {
 		p.epoch = h.ProducerEpoch
 		p.batches = p.batches[:0]
 	}
+	switch {
+	case h.Control():
+		p.inTxn = false // a marker ends the transaction (txn.go)
+	case h.Transactional() && !p.inTxn:
+		p.inTxn, p.txnFirst = true, h.BaseOffset
+	}
 	if h.Control() || h.BaseSequence < 0 {
 		return
 	}
@@ -121,6 +135,9 @@ func (ps producerState) apply(h record.Header) {
 // Kafka does when the log start offset moves past them.
 func (ps producerState) prune(start int64) {
 	for id, p := range ps {
+		if p.inTxn {
+			continue // its transaction still holds back the last stable offset
+		}
 		if n := len(p.batches); n > 0 && p.batches[n-1].lastOffset < start {
 			delete(ps, id)
 		}
@@ -130,13 +147,15 @@ func (ps producerState) prune(start int64) {
 // Snapshot layout constants; part of the on-disk format.
 const (
 	snapshotMagic     = "VLPS"
-	snapshotVersion   = 1
+	snapshotVersion   = 2
 	snapshotHeader    = 13 // magic 4, version 1, crc 4, count 4
 	snapshotEntryHead = 11 // producerID 8, epoch 2, batch count 1
 	snapshotBatchSize = 24 // firstSeq 4, lastSeq 4, firstOffset 8, lastOffset 8
+	snapshotTxnSize   = 13 // v2, after the batches: inTxn 1, txnFirst 8, coordEpoch 4
+	abortedEntrySize  = 32 // v2 trailer entry: producerID, firstOffset, lastOffset, lastStableOffset, 8 each
 )
 
-func encodeSnapshot(ps producerState) []byte {
+func encodeSnapshot(ps producerState, aborted []AbortedTxn) []byte {
 	ids := make([]int64, 0, len(ps))
 	for id := range ps {
 		ids = append(ids, id)
@@ -158,36 +177,51 @@ func encodeSnapshot(ps producerState) []byte {
 			b = be.AppendUint64(b, uint64(sb.firstOffset))
 			b = be.AppendUint64(b, uint64(sb.lastOffset))
 		}
+		inTxn := byte(0)
+		if p.inTxn {
+			inTxn = 1
+		}
+		b = append(b, inTxn)
+		b = be.AppendUint64(b, uint64(p.txnFirst))
+		b = be.AppendUint32(b, uint32(p.coordEpoch))
+	}
+	b = be.AppendUint32(b, uint32(len(aborted)))
+	for _, a := range aborted {
+		b = be.AppendUint64(b, uint64(a.ProducerID))
+		b = be.AppendUint64(b, uint64(a.FirstOffset))
+		b = be.AppendUint64(b, uint64(a.LastOffset))
+		b = be.AppendUint64(b, uint64(a.LastStableOffset))
 	}
 	be.PutUint32(b[5:], crc32.Checksum(b[9:], castagnoli))
 	return b
 }
 
-func decodeSnapshot(b []byte) (producerState, error) {
+func decodeSnapshot(b []byte) (producerState, []AbortedTxn, error) {
 	be := binary.BigEndian
-	if len(b) < snapshotHeader || string(b[:4]) != snapshotMagic || b[4] != snapshotVersion {
-		return nil, fmt.Errorf("%w: bad producer snapshot header", record.ErrCorrupt)
+	if len(b) < snapshotHeader || string(b[:4]) != snapshotMagic || (b[4] != 1 && b[4] != snapshotVersion) {
+		return nil, nil, fmt.Errorf("%w: bad producer snapshot header", record.ErrCorrupt)
 	}
 	if crc32.Checksum(b[9:], castagnoli) != be.Uint32(b[5:]) {
-		return nil, fmt.Errorf("%w: producer snapshot crc mismatch", record.ErrCorrupt)
+		return nil, nil, fmt.Errorf("%w: producer snapshot crc mismatch", record.ErrCorrupt)
 	}
+	v2 := b[4] == 2
 	n := int(be.Uint32(b[9:]))
 	rest := b[snapshotHeader:]
 	ps := make(producerState, min(n, len(rest)/snapshotEntryHead))
 	prev := int64(math.MinInt64)
 	for i := range n {
 		if len(rest) < snapshotEntryHead {
-			return nil, fmt.Errorf("%w: producer snapshot truncated", record.ErrCorrupt)
+			return nil, nil, fmt.Errorf("%w: producer snapshot truncated", record.ErrCorrupt)
 		}
 		id, k := int64(be.Uint64(rest)), int(rest[10])
 		if i > 0 && id <= prev {
-			return nil, fmt.Errorf("%w: producer snapshot ids not ascending", record.ErrCorrupt)
+			return nil, nil, fmt.Errorf("%w: producer snapshot ids not ascending", record.ErrCorrupt)
 		}
 		prev = id
 		p := &producer{epoch: int16(be.Uint16(rest[8:]))}
 		rest = rest[snapshotEntryHead:]
 		if k > maxProducerBatches || len(rest) < k*snapshotBatchSize {
-			return nil, fmt.Errorf("%w: producer snapshot entry of %d batches", record.ErrCorrupt, k)
+			return nil, nil, fmt.Errorf("%w: producer snapshot entry of %d batches", record.ErrCorrupt, k)
 		}
 		for range k {
 			p.batches = append(p.batches, seqBatch{
@@ -196,12 +230,37 @@ func decodeSnapshot(b []byte) (producerState, error) {
 			})
 			rest = rest[snapshotBatchSize:]
 		}
+		if v2 {
+			if len(rest) < snapshotTxnSize || rest[0] > 1 {
+				return nil, nil, fmt.Errorf("%w: producer snapshot transaction field", record.ErrCorrupt)
+			}
+			p.inTxn, p.txnFirst, p.coordEpoch = rest[0] == 1, int64(be.Uint64(rest[1:])), int32(be.Uint32(rest[9:]))
+			rest = rest[snapshotTxnSize:]
+		}
 		ps[id] = p
 	}
-	if len(rest) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes in producer snapshot", record.ErrCorrupt, len(rest))
+	var aborted []AbortedTxn
+	if v2 {
+		if len(rest) < 4 {
+			return nil, nil, fmt.Errorf("%w: producer snapshot truncated", record.ErrCorrupt)
+		}
+		k := int(be.Uint32(rest))
+		rest = rest[4:]
+		if k < 0 || len(rest) != k*abortedEntrySize {
+			return nil, nil, fmt.Errorf("%w: producer snapshot: %d aborted transactions in %d bytes", record.ErrCorrupt, k, len(rest))
+		}
+		for range k {
+			aborted = append(aborted, AbortedTxn{
+				ProducerID: int64(be.Uint64(rest)), FirstOffset: int64(be.Uint64(rest[8:])),
+				LastOffset: int64(be.Uint64(rest[16:])), LastStableOffset: int64(be.Uint64(rest[24:])),
+			})
+			rest = rest[abortedEntrySize:]
+		}
 	}
-	return ps, nil
+	if len(rest) != 0 {
+		return nil, nil, fmt.Errorf("%w: %d trailing bytes in producer snapshot", record.ErrCorrupt, len(rest))
+	}
+	return ps, aborted, nil
 }
 
 // keptSnapshots is how many producer snapshots stay on disk.
@@ -229,8 +288,8 @@ func snapshotPath(dir string, off int64) string {
 
 // writeSnapshot stores ps as the state at offset end and removes old
 // snapshots beyond the newest keptSnapshots.
-func writeSnapshot(dir string, end int64, ps producerState, durable bool) error {
-	if err := writeFileAtomic(dir, segName(end)+snapshotSuffix, encodeSnapshot(ps), durable); err != nil {
+func writeSnapshot(dir string, end int64, ps producerState, aborted []AbortedTxn, durable bool) error {
+	if err := writeFileAtomic(dir, segName(end)+snapshotSuffix, encodeSnapshot(ps, aborted), durable); err != nil {
 		return err
 	}
 	offs, err := listSnapshots(dir)
@@ -263,10 +322,10 @@ func removeSnapshotsAbove(dir string, end int64) error {
 
 // loadLatestSnapshot returns the newest readable snapshot at or below end
 // and its offset, or an empty state and -1 when there is none.
-func loadLatestSnapshot(dir string, end int64) (producerState, int64, error) {
+func loadLatestSnapshot(dir string, end int64) (producerState, []AbortedTxn, int64, error) {
 	offs, err := listSnapshots(dir)
 	if err != nil {
-		return nil, -1, err
+		return nil, nil, -1, err
 	}
 	for i := len(offs) - 1; i >= 0; i-- {
 		if offs[i] > end {
@@ -276,9 +335,9 @@ func loadLatestSnapshot(dir string, end int64) (producerState, int64, error) {
 		if err != nil {
 			continue
 		}
-		if ps, err := decodeSnapshot(b); err == nil {
-			return ps, offs[i], nil
+		if ps, aborted, err := decodeSnapshot(b); err == nil {
+			return ps, aborted, offs[i], nil
 		}
 	}
-	return producerState{}, -1, nil
+	return producerState{}, nil, -1, nil
 }

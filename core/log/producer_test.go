@@ -102,25 +102,27 @@ func TestSequenceWrap(t *testing.T) {
 func TestSnapshotRoundtrip(t *testing.T) {
 	ps := producerState{
 		1: {epoch: 2, batches: []seqBatch{{0, 4, 10, 14}, {5, 5, 20, 20}}},
-		9: {epoch: 0},
+		9: {epoch: 0, inTxn: true, txnFirst: 30},
 	}
-	b := encodeSnapshot(ps)
-	got, err := decodeSnapshot(b)
-	if err != nil || len(got) != 2 || got[1].epoch != 2 || got[1].batches[1] != ps[1].batches[1] || got[9] == nil {
-		t.Fatalf("roundtrip: %+v %v", got, err)
+	aborted := []AbortedTxn{{ProducerID: 4, FirstOffset: 1, LastOffset: 7, LastStableOffset: 8}}
+	b := encodeSnapshot(ps, aborted)
+	got, gotAborted, err := decodeSnapshot(b)
+	if err != nil || len(got) != 2 || got[1].epoch != 2 || got[1].batches[1] != ps[1].batches[1] || got[9] == nil ||
+		!got[9].inTxn || got[9].txnFirst != 30 || len(gotAborted) != 1 || gotAborted[0] != aborted[0] {
+		t.Fatalf("roundtrip: %+v %+v %v", got, gotAborted, err)
 	}
 	b[len(b)-1] ^= 1
-	if _, err := decodeSnapshot(b); err == nil {
+	if _, _, err := decodeSnapshot(b); err == nil {
 		t.Fatal("corrupt snapshot accepted")
 	}
 }
 
 func FuzzDecodeSnapshot(f *testing.F) {
-	f.Add(encodeSnapshot(producerState{1: {epoch: 2, batches: []seqBatch{{0, 4, 10, 14}}}}))
+	f.Add(encodeSnapshot(producerState{1: {epoch: 2, batches: []seqBatch{{0, 4, 10, 14}}, inTxn: true, txnFirst: 3}}, []AbortedTxn{{1, 2, 3, 4}}))
 	f.Add([]byte("VLPS"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ps, err := decodeSnapshot(b)
-		if err == nil && !bytes.Equal(encodeSnapshot(ps), b) {
+		ps, aborted, err := decodeSnapshot(b)
+		if err == nil && b[4] == snapshotVersion && !bytes.Equal(encodeSnapshot(ps, aborted), b) {
 			t.Fatal("accepted snapshot does not re-encode identically")
 		}
 	})

@@ -74,8 +74,13 @@ func (l *Log) appendReplicaLocked(records []byte) (next int64, wait bool, err er
 		l.undoEpochs(end)
 		return 0, false, err
 	}
-	for _, h := range hs {
+	for i, h := range hs {
 		l.producers.apply(h)
+		if h.Transactional() {
+			ctl, ce := controlTypeOf(h, records[batches[i].off:])
+			l.txns.apply(h, ctl)
+			l.producers.noteMarker(h, ce)
+		}
 	}
 	wait, err = l.finishWriteLocked(end, next, cfg)
 	return next, wait, err
@@ -124,6 +129,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		return err
 	}
 	l.producers, l.prunedAt = producerState{}, offset
+	l.txns.reset(l.producers, nil)
 	return nil
 }
 

@@ -89,6 +89,13 @@ type Leading struct {
 // partition; check's error is returned as it is. The high watermark moves
 // as the ISR allows.
 func (p *Partition) AppendAsLeader(batch []byte, now time.Time, check func(Leading) error) (log.AppendResult, int32, error) {
+	return p.AppendAsLeaderVerified(batch, now, check, nil)
+}
+
+// AppendAsLeaderVerified is AppendAsLeader with verify run under the log's
+// append lock (log.AppendOptions.Verify): the transaction check of a
+// transactional produce (issue 11).
+func (p *Partition) AppendAsLeaderVerified(batch []byte, now time.Time, check func(Leading) error, verify func() error) (log.AppendResult, int32, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != Leader || p.leader == nil {
@@ -100,7 +107,7 @@ func (p *Partition) AppendAsLeader(batch []byte, now time.Time, check func(Leadi
 			return log.AppendResult{}, l.Epoch, err
 		}
 	}
-	opts := log.AppendOptions{LeaderEpoch: l.Epoch, CRCChecked: true}
+	opts := log.AppendOptions{LeaderEpoch: l.Epoch, CRCChecked: true, Verify: verify}
 	if p.cfg.Load().LogAppendTime {
 		opts.LogAppendTime = now.UnixMilli()
 	}

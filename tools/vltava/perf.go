@@ -85,12 +85,14 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 	payloadDelim := f.String("payload-delimiter", `\n`, "what separates the payloads in --payload-file")
 	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
 	prof := f.String("cpuprofile", "", "write this client's CPU profile to `FILE`")
+	txnRecords := f.Int("transaction-records", 0, "produce in transactions of this many records, each committed "+
+		"before the next begins (0: no transactions)")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	if *records <= 0 || *size < 0 {
-		return usagef("--records must be positive and --record-size not negative")
+	if *records <= 0 || *size < 0 || *txnRecords < 0 {
+		return usagef("--records must be positive, --record-size and --transaction-records not negative")
 	}
 	payloads, err := newPayloads(*size, *payloadFile, *payloadDelim)
 	if err != nil {
@@ -104,6 +106,9 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 	opts, err := pf.opts(e)
 	if err != nil {
 		return err
+	}
+	if *txnRecords > 0 {
+		opts = append(opts, kgo.TransactionalID(fmt.Sprintf("vltava-perf-%d-%d", os.Getpid(), time.Now().UnixNano())))
 	}
 	cl, err := e.client(opts...)
 	if err != nil {
@@ -119,6 +124,11 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 		firstErr error
 	)
 	for i := 0; i < *records && ctx.Err() == nil; i++ {
+		if *txnRecords > 0 && i%*txnRecords == 0 {
+			if err := perfTxnBoundary(ctx, cl, i > 0); err != nil {
+				return err
+			}
+		}
 		start := time.Now()
 		cl.Produce(ctx, pf.record(pos[0], nil, payloads.next()), func(r *kgo.Record, err error) {
 			if err != nil {
@@ -131,6 +141,9 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 		})
 	}
 	flushErr := cl.Flush(ctx)
+	if *txnRecords > 0 && flushErr == nil {
+		flushErr = cl.EndTransaction(ctx, kgo.TryCommit)
+	}
 	stop()
 	total := m.Total(time.Now())
 	if err := out.summary("produce", total); err != nil {
@@ -143,6 +156,23 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 	}
 	if firstErr != nil {
 		return fmt.Errorf("produce: %d of %d records failed, first: %w", int64(*records)-total.Records, *records, firstErr)
+	}
+	return nil
+}
+
+// perfTxnBoundary commits the running transaction (when end is set, after
+// flushing its records) and begins the next.
+func perfTxnBoundary(ctx context.Context, cl *kgo.Client, end bool) error {
+	if end {
+		if err := cl.Flush(ctx); err != nil {
+			return err
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
 	}
 	return nil
 }
@@ -162,12 +192,21 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 	raw := f.Bool("raw", false, "send Fetch requests and count records from batch headers without decoding them "+
 		"(what the brokers serve, not what one consumer decodes); bytes are whole batches")
 	prof := f.String("cpuprofile", "", "write this client's CPU profile to `FILE`")
+	isolation := f.String("isolation", "read_uncommitted", "read_uncommitted or read_committed (transactions)")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
 	if *records <= 0 {
 		return usagef("--records must be positive")
+	}
+	iso := kgo.ReadUncommitted()
+	switch *isolation {
+	case "read_uncommitted":
+	case "read_committed":
+		iso = kgo.ReadCommitted()
+	default:
+		return usagef("--isolation %q: want read_uncommitted or read_committed", *isolation)
 	}
 	stopProf, err := startCPUProfile(*prof)
 	if err != nil {
@@ -181,7 +220,7 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 	}
 	var opts []kgo.Opt
 	if !*raw {
-		opts = append(opts, kgo.ConsumeTopics(pos[0]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		opts = append(opts, kgo.ConsumeTopics(pos[0]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso))
 	}
 	cl, err := e.client(opts...)
 	if err != nil {

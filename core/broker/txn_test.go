@@ -1,0 +1,521 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/config"
+	"github.com/vltava/vltava/core/record/recordtest"
+)
+
+// txnProducer is a franz-go transactional producer of b.
+func txnProducer(t *testing.T, b *Broker, id, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	return testClient(t, b, append([]kgo.Opt{kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionTimeout(30 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+}
+
+// produceTxn runs one transaction of values to partition 0 and ends it.
+func produceTxn(t *testing.T, cl *kgo.Client, commit bool, values ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce %q: %v", v, err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end transaction (commit %v): %v", commit, err)
+	}
+}
+
+// consumeValues reads topic from the start with the given isolation until
+// want values arrived or the deadline passes, and returns what it read
+// (more than want if more are there).
+func consumeValues(t *testing.T, b *Broker, topic string, committed bool, want int, wait time.Duration) []string {
+	t.Helper()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl := testClient(t, b, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var got []string
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Errorf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+func TestTxnCommitAbortReadCommitted(t *testing.T) {
+	b := testBroker(t)
+	admin := testClient(t, b)
+	createTopic(t, admin, "tx", 1, nil)
+	p := txnProducer(t, b, "tx-1", "tx")
+	produceTxn(t, p, true, "c1", "c2", "c3")
+	produceTxn(t, p, false, "a1", "a2")
+	produceTxn(t, p, true, "c4")
+
+	if got, want := consumeValues(t, b, "tx", true, 4, 10*time.Second), []string{"c1", "c2", "c3", "c4"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed read %q, want %q", got, want)
+	}
+	if got, want := consumeValues(t, b, "tx", false, 6, 10*time.Second), []string{"c1", "c2", "c3", "a1", "a2", "c4"}; !slices.Equal(got, want) {
+		t.Fatalf("read_uncommitted read %q, want %q", got, want)
+	}
+	// 6 records and 3 markers: the end offset counts the markers.
+	if hw := listOffset(t, admin, "tx", 0, -1).Offset; hw != 9 {
+		t.Fatalf("high watermark %d, want 9 (6 records, 3 markers)", hw)
+	}
+}
+
+// listOffsetIso is ListOffsets latest with an isolation level.
+func listOffsetIso(t *testing.T, cl *kgo.Client, topic string, committed bool) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 5
+	if committed {
+		req.IsolationLevel = 1
+	}
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = 0, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := request[*kmsg.ListOffsetsResponse](t, cl, req)
+	sp := resp.Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 {
+		t.Fatalf("list offsets: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	return sp.Offset
+}
+
+// TestTxnLastStableOffset: an open transaction holds back the last stable
+// offset, ListOffsets read_committed and read_committed consumers, until
+// it commits.
+func TestTxnLastStableOffset(t *testing.T) {
+	b := testBroker(t)
+	admin := testClient(t, b)
+	createTopic(t, admin, "lso", 1, nil)
+	plain := testClient(t, b, kgo.DefaultProduceTopic("lso"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := plain.ProduceSync(context.Background(), &kgo.Record{Value: []byte("p0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p := txnProducer(t, b, "lso-1", "lso")
+	ctx := context.Background()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("p1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if lso, hw := listOffsetIso(t, admin, "lso", true), listOffsetIso(t, admin, "lso", false); lso != 1 || hw != 3 {
+		t.Fatalf("with a transaction open at 1: read_committed latest %d (want 1), read_uncommitted %d (want 3)", lso, hw)
+	}
+	if got := consumeValues(t, b, "lso", true, 2, 2*time.Second); !slices.Equal(got, []string{"p0"}) {
+		t.Fatalf("read_committed with a transaction open read %q, want only p0", got)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if lso := listOffsetIso(t, admin, "lso", true); lso != 4 {
+		t.Fatalf("after commit read_committed latest %d, want 4", lso)
+	}
+	if got, want := consumeValues(t, b, "lso", true, 3, 10*time.Second), []string{"p0", "open", "p1"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed after commit read %q, want %q", got, want)
+	}
+}
+
+// TestTxnZombieFenced: a second producer with the same transactional ID
+// fences the first; the first's open transaction is aborted and none of
+// its writes, before or after fencing, become visible.
+func TestTxnZombieFenced(t *testing.T) {
+	b := testBroker(t)
+	admin := testClient(t, b)
+	createTopic(t, admin, "zombie", 1, nil)
+	ctx := context.Background()
+	old := txnProducer(t, b, "z", "zombie", kgo.RetryTimeout(3*time.Second))
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie-before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := txnProducer(t, b, "z", "zombie")
+	produceTxn(t, fresh, true, "fresh")
+	// The old instance keeps going: its writes and its commit fail.
+	err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie-after")}).FirstErr()
+	endErr := old.EndTransaction(ctx, kgo.TryCommit)
+	if err == nil && endErr == nil {
+		t.Fatal("the fenced producer wrote and committed")
+	}
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(endErr, kerr.ProducerFenced) && !errors.Is(endErr, kerr.InvalidProducerEpoch) {
+		t.Logf("fenced producer errors: produce %v, end %v", err, endErr)
+	}
+	if got := consumeValues(t, b, "zombie", true, 2, 3*time.Second); !slices.Equal(got, []string{"fresh"}) {
+		t.Fatalf("read_committed read %q, want only the new instance's record", got)
+	}
+}
+
+// TestTxnProduceOutsideTransaction is KIP-890 part 1: a transactional
+// batch for a partition not added to the producer's transaction is
+// refused, so it can not leave a transaction hanging.
+func TestTxnProduceOutsideTransaction(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	createTopic(t, cl, "hang", 2, nil)
+	id := "hang-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, ir.ProducerID, ir.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "hang", Partitions: []int32{0}}}
+	if ar := request[*kmsg.AddPartitionsToTxnResponse](t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partitions: %v", kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
+	}
+	produce := func(partition int32) int16 {
+		batch := recordtest.Build(recordtest.Options{Transactional: true, Producer: &recordtest.Producer{ID: ir.ProducerID, Epoch: ir.ProducerEpoch}},
+			recordtest.Rec{Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "hang", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: partition, Records: batch}}}}
+		return request[*kmsg.ProduceResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(1); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce to a partition outside the transaction: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	if code := produce(0); code != 0 {
+		t.Fatalf("produce to a partition in the transaction: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// TestTxnTimeoutAborts: a transaction left open past its timeout is
+// aborted by the coordinator and stops holding back the last stable
+// offset.
+func TestTxnTimeoutAborts(t *testing.T) {
+	b := testBroker(t, func(c *config.Broker) { c.TransactionAbortTimedOutTransactionCleanupIntervalMs = 100 })
+	admin := testClient(t, b)
+	createTopic(t, admin, "hung", 1, nil)
+	p := txnProducer(t, b, "hung-1", "hung", kgo.TransactionTimeout(time.Second))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(context.Background(), &kgo.Record{Value: []byte("left open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for listOffsetIso(t, admin, "hung", true) != 2 { // record and abort marker
+		if time.Now().After(deadline) {
+			t.Fatalf("transaction not aborted after its timeout: read_committed latest %d", listOffsetIso(t, admin, "hung", true))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := consumeValues(t, b, "hung", true, 1, time.Second); len(got) != 0 {
+		t.Fatalf("read_committed read %q from an aborted transaction", got)
+	}
+}
+
+// TestTxnOffsetCommit: offsets committed in a transaction are invisible
+// (RequireStable: UNSTABLE_OFFSET_COMMIT) until it commits, and dropped
+// when it aborts.
+func TestTxnOffsetCommit(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	createTopic(t, cl, "in", 1, nil)
+	id, g := "off-1", "g1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	fetch := func(stable bool) (int64, int16) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.RequireStable = stable
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: g, MemberEpoch: -1, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "in", Partitions: []int32{0}}}}}
+		resp := request[*kmsg.OffsetFetchResponse](t, cl, req)
+		if len(resp.Groups) != 1 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 1 {
+			t.Fatalf("offset fetch: %+v", resp)
+		}
+		sp := resp.Groups[0].Topics[0].Partitions[0]
+		return sp.Offset, sp.ErrorCode
+	}
+	txnCommit := func(offset int64, commit bool) {
+		t.Helper()
+		add := kmsg.NewPtrAddOffsetsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, ir.ProducerID, ir.ProducerEpoch, g
+		if r := request[*kmsg.AddOffsetsToTxnResponse](t, cl, add); r.ErrorCode != 0 {
+			t.Fatalf("add offsets: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		tc := kmsg.NewPtrTxnOffsetCommitRequest()
+		tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = id, g, ir.ProducerID, ir.ProducerEpoch, -1
+		tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "in", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+		if r := request[*kmsg.TxnOffsetCommitResponse](t, cl, tc); r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("txn offset commit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+		}
+		if off, code := fetch(true); code != kerr.UnstableOffsetCommit.Code {
+			t.Fatalf("require stable with a pending offset: %d %v, want UNSTABLE_OFFSET_COMMIT", off, kerr.ErrorForCode(code))
+		}
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, commit
+		if r := request[*kmsg.EndTxnResponse](t, cl, end); r.ErrorCode != 0 {
+			t.Fatalf("end txn: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	txnCommit(5, true)
+	if off, code := fetch(true); off != 5 || code != 0 {
+		t.Fatalf("after commit: offset %d %v, want 5", off, kerr.ErrorForCode(code))
+	}
+	txnCommit(9, false)
+	if off, code := fetch(true); off != 5 || code != 0 {
+		t.Fatalf("after abort: offset %d %v, want 5 still", off, kerr.ErrorForCode(code))
+	}
+}
+
+// TestTxnStateSurvivesRestart: the coordinator's state is in
+// __transaction_state: after a restart the same transactional ID keeps
+// its producer ID with the next epoch, and a transaction left open before
+// the restart is aborted when the ID is initialized again.
+func TestTxnStateSurvivesRestart(t *testing.T) {
+	b := testBroker(t)
+	cfg := b.cfg
+	cl := testClient(t, b)
+	createTopic(t, cl, "rs", 1, nil)
+	p := txnProducer(t, b, "rs-1", "rs")
+	produceTxn(t, p, true, "before")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(context.Background(), &kgo.Record{Value: []byte("open at restart")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	id := "rs-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	p.Close()
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := startBroker(t, cfg)
+	cl2 := testClient(t, b2)
+	if lso := listOffsetIso(t, cl2, "rs", true); lso != 2 {
+		t.Fatalf("after restart read_committed latest %d, want 2 (the open transaction holds it)", lso)
+	}
+	p2 := txnProducer(t, b2, "rs-1", "rs")
+	produceTxn(t, p2, true, "after")
+	if got, want := consumeValues(t, b2, "rs", true, 2, 10*time.Second), []string{"before", "after"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed read %q, want %q", got, want)
+	}
+	_ = fmt.Sprint
+}
+
+// TestTxnDescribeListProducers: DescribeTransactions, ListTransactions
+// and DescribeProducers through kadm show an open transaction, its
+// partitions and its first offset.
+func TestTxnDescribeListProducers(t *testing.T) {
+	b := testBroker(t)
+	admCl := testClient(t, b)
+	createTopic(t, admCl, "desc", 1, nil)
+	adm := kadm.NewClient(admCl)
+	ctx := context.Background()
+	p := txnProducer(t, b, "desc-1", "desc")
+	produceTxn(t, p, true, "x")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := adm.DescribeTransactions(ctx, "desc-1", "nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ds["desc-1"]
+	if d.Err != nil || d.State != "Ongoing" || !slices.Equal(d.Topics.Sorted()[0].Partitions, []int32{0}) || d.Topics.Sorted()[0].Topic != "desc" {
+		t.Fatalf("describe: %+v", d)
+	}
+	if !errors.Is(ds["nope"].Err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("describe of an unknown ID: %v", ds["nope"].Err)
+	}
+	ls, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := ls.Sorted(); len(l) != 1 || l[0].TxnID != "desc-1" || l[0].ProducerID != d.ProducerID {
+		t.Fatalf("list ongoing: %+v", l)
+	}
+	if ls, err := adm.ListTransactions(ctx, nil, []string{"CompleteAbort"}); err != nil || len(ls.Sorted()) != 0 {
+		t.Fatalf("list CompleteAbort: %+v %v", ls.Sorted(), err)
+	}
+	ps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"desc": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	ps.EachProducer(func(dp kadm.DescribedProducer) {
+		if dp.ProducerID == d.ProducerID {
+			found = true
+			if dp.CurrentTxnStartOffset != 2 { // x, commit marker, then open
+				t.Errorf("producer's transaction starts at %d, want 2", dp.CurrentTxnStartOffset)
+			}
+		}
+	})
+	if !found {
+		t.Fatalf("describe producers: %+v", ps)
+	}
+}
+
+// TestTxnProduceRacingEndTxn: a transactional batch whose check passed
+// while its transaction was open, but that reaches the log after EndTxn
+// wrote the marker (a delayed produce), is refused: it would open a
+// transaction on the partition that no coordinator knows about and hold
+// the last stable offset back forever (KIP-890 part 1's hanging
+// transaction). The transaction check runs under the log's append lock,
+// with the markers.
+func TestTxnProduceRacingEndTxn(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	createTopic(t, cl, "race", 1, nil)
+	id := "race-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, ir.ProducerID, ir.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "race", Partitions: []int32{0}}}
+	if ar := request[*kmsg.AddPartitionsToTxnResponse](t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partitions: %v", kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
+	}
+	produce := func(seq int32) int16 {
+		batch := recordtest.Build(recordtest.Options{Transactional: true, Producer: &recordtest.Producer{ID: ir.ProducerID, Epoch: ir.ProducerEpoch, BaseSequence: seq}},
+			recordtest.Rec{Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "race", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+		return request[*kmsg.ProduceResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(0); code != 0 {
+		t.Fatalf("produce in the transaction: %v", kerr.ErrorForCode(code))
+	}
+	// The next produce is delayed between its checks and its append:
+	// the transaction commits meanwhile.
+	other := testClient(t, b)
+	fired := false
+	produceHook = func(*partition) {
+		if fired {
+			return
+		}
+		fired = true
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
+		if r := request[*kmsg.EndTxnResponse](t, other, end); r.ErrorCode != 0 {
+			t.Errorf("end txn: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	t.Cleanup(func() { produceHook = nil })
+	if code := produce(1); code != kerr.InvalidTxnState.Code {
+		t.Errorf("produce that reached the log after the commit marker: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	produceHook = nil
+	lso, hw := listOffsetIso(t, cl, "race", true), listOffsetIso(t, cl, "race", false)
+	if lso != hw {
+		t.Fatalf("read_committed latest %d, high watermark %d: a transaction hangs on the partition", lso, hw)
+	}
+}
+
+// TestTxnOffsetCommitSurvivesRestart: a transaction's offsets are in
+// __consumer_offsets (a transactional batch of the producer) before
+// TxnOffsetCommit answers: after a restart they are still pending, and
+// the transaction's commit makes them visible.
+func TestTxnOffsetCommitSurvivesRestart(t *testing.T) {
+	b := testBroker(t)
+	cfg := b.cfg
+	cl := testClient(t, b)
+	createTopic(t, cl, "in", 1, nil)
+	id, g := "off-rs", "g-rs"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, ir.ProducerID, ir.ProducerEpoch, g
+	if r := request[*kmsg.AddOffsetsToTxnResponse](t, cl, add); r.ErrorCode != 0 {
+		t.Fatalf("add offsets: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = id, g, ir.ProducerID, ir.ProducerEpoch, -1
+	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "in", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}}}
+	if r := request[*kmsg.TxnOffsetCommitResponse](t, cl, tc); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("txn offset commit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := startBroker(t, cfg)
+	cl2 := testClient(t, b2)
+	fetch := func(stable bool) (int64, int16) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.RequireStable = stable
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: g, MemberEpoch: -1, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "in", Partitions: []int32{0}}}}}
+		for {
+			resp := request[*kmsg.OffsetFetchResponse](t, cl2, req)
+			if resp.Groups[0].ErrorCode == kerr.CoordinatorLoadInProgress.Code {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			sp := resp.Groups[0].Topics[0].Partitions[0]
+			return sp.Offset, sp.ErrorCode
+		}
+	}
+	if off, code := fetch(true); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("after restart, require stable: %d %v, want UNSTABLE_OFFSET_COMMIT (the pending offset was lost)", off, kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
+	for {
+		r := request[*kmsg.EndTxnResponse](t, cl2, end)
+		if r.ErrorCode == kerr.CoordinatorLoadInProgress.Code || r.ErrorCode == kerr.ConcurrentTransactions.Code {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if r.ErrorCode != 0 {
+			t.Fatalf("end txn: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		break
+	}
+	if off, code := fetch(true); off != 7 || code != 0 {
+		t.Fatalf("after commit: %d %v, want 7", off, kerr.ErrorForCode(code))
+	}
+}

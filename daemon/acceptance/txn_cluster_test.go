@@ -1,0 +1,198 @@
+package acceptance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vltava/vltava/core/record/recordtest"
+)
+
+// TestTransactionsClusterCoordinatorKill9: three brokers, RF=3. A
+// transactional producer writes to three partitions led by different
+// brokers (markers go in process and by WriteTxnMarkers), commits and
+// aborts; then the transaction coordinator is kill -9ed and the producer
+// goes on with the coordinator that takes over its __transaction_state
+// partition. read_committed sees every committed record once, in order,
+// and nothing aborted.
+func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"transaction.state.log.num.partitions": "3"})
+	createReplicated(t, c, "txn-rf3", 3, 3, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	p := clusterClient(t, c, kgo.TransactionalID("rf3"), kgo.DefaultProduceTopic("txn-rf3"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
+		kgo.RetryTimeout(60*time.Second))
+	want := map[int32][]string{}
+	run := func(name string, commit bool) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatalf("%s: begin: %v", name, err)
+		}
+		for i := range 6 {
+			r := &kgo.Record{Partition: int32(i % 3), Value: []byte(fmt.Sprintf("%s-%d", name, i))}
+			if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("%s: produce: %v", name, err)
+			}
+			if commit {
+				want[r.Partition] = append(want[r.Partition], string(r.Value))
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("%s: end (commit %v): %v", name, commit, err)
+		}
+	}
+	run("c1", true)
+	run("a1", false)
+
+	// The coordinator: FindCoordinator for the transactional ID.
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKeys = 1, []string{"rf3"}
+	var coord int32 = -1
+	waitUntil(t, 30*time.Second, "the transaction coordinator", func() error {
+		resp, err := req.RequestWith(ctx, clusterClient(t, c))
+		if err != nil {
+			return err
+		}
+		if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+			return fmt.Errorf("find coordinator: %+v", resp.Coordinators)
+		}
+		coord = resp.Coordinators[0].NodeID
+		return nil
+	})
+	t.Logf("kill -9 transaction coordinator %d", coord)
+	c.Broker(coord).Kill9()
+	// Until the controller moves the __transaction_state partition, a
+	// client's FindCoordinator gets COORDINATOR_NOT_AVAILABLE, and
+	// franz-go's own retries may run out first on a loaded machine: wait
+	// for the new coordinator, as an application would retry.
+	var alive []string
+	for _, b := range c.Brokers() {
+		if b.NodeID() != coord {
+			alive = append(alive, b.Addr())
+		}
+	}
+	waitUntil(t, 60*time.Second, "a new transaction coordinator", func() error {
+		cl := newClient(t, alive[0], kgo.SeedBrokers(alive...))
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if co := resp.Coordinators[0]; co.ErrorCode != 0 || co.NodeID == coord {
+			return fmt.Errorf("coordinator %d, %v", co.NodeID, kerr.ErrorForCode(co.ErrorCode))
+		}
+		return nil
+	})
+
+	run("c2", true)
+	run("a2", false)
+	run("c3", true)
+
+	cl := newClient(t, alive[0], kgo.SeedBrokers(alive...), kgo.ConsumeTopics("txn-rf3"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	got := map[int32][]string{}
+	n, total := 0, 0
+	for _, v := range want {
+		total += len(v)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for n < total && pctx.Err() == nil {
+		fs := cl.PollFetches(pctx)
+		fs.EachError(func(_ string, _ int32, err error) {
+			if pctx.Err() == nil && !kerr.IsRetriable(err) {
+				t.Logf("fetch: %v", err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], string(r.Value))
+			n++
+		})
+	}
+	for part := range int32(3) {
+		if !slices.Equal(got[part], want[part]) {
+			t.Errorf("partition %d: read_committed read %q, want %q", part, got[part], want[part])
+		}
+	}
+}
+
+// TestTransactionsClusterProduceCheck: KIP-890 part 1 across brokers. A
+// transactional batch sent to a partition leader that is not the
+// transaction coordinator is checked with the coordinator: refused while
+// the partition is not in the transaction, accepted once it is.
+func TestTransactionsClusterProduceCheck(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"transaction.state.log.num.partitions": "3"})
+	createReplicated(t, c, "txn-check", 3, 3, nil)
+	ctx := testCtx(t, 2*time.Minute)
+	cl := clusterClient(t, c)
+	id := "check-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	var ir *kmsg.InitProducerIDResponse
+	waitUntil(t, 30*time.Second, "init producer id", func() error {
+		r, err := init.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(r.ErrorCode)
+		}
+		ir = r
+		return err
+	})
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 1, []string{id}
+	fr, err := fc.RequestWith(ctx, cl)
+	if err != nil || fr.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v %+v", err, fr)
+	}
+	coord := fr.Coordinators[0].NodeID
+	part, leader := int32(-1), int32(-1)
+	for i := range int32(3) {
+		if l := waitLeader(t, c, "txn-check", i, -1); l != coord {
+			part, leader = i, l
+			break
+		}
+	}
+	if part < 0 {
+		t.Skip("the coordinator leads every partition of the topic")
+	}
+	produce := func(seq int32) int16 {
+		t.Helper()
+		batch := txnBatch(ir.ProducerID, ir.ProducerEpoch, seq)
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "txn-check", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: part, Records: batch}}}}
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			t.Fatalf("produce to broker %d: %v", leader, err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce to partition %d (leader %d, coordinator %d) outside the transaction: %v, want INVALID_TXN_STATE", part, leader, coord, kerr.ErrorForCode(code))
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, ir.ProducerID, ir.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "txn-check", Partitions: []int32{part}}}
+	ar, err := add.RequestWith(ctx, cl)
+	if err != nil || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partitions: %v %+v", err, ar)
+	}
+	if code := produce(0); code != 0 {
+		t.Fatalf("produce to a partition in the transaction: %v", kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, false
+	if er, err := end.RequestWith(ctx, cl); err != nil || er.ErrorCode != 0 {
+		t.Fatalf("end txn: %v %+v", err, er)
+	}
+}
+
+// txnBatch is one transactional record for producer pid at epoch.
+func txnBatch(pid int64, epoch int16, seq int32) []byte {
+	return recordtest.Build(recordtest.Options{Transactional: true, Producer: &recordtest.Producer{ID: pid, Epoch: epoch, BaseSequence: seq}},
+		recordtest.Rec{Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
+}

@@ -13,7 +13,8 @@
 # binaries; built from the tree otherwise), TMPDIR (data directories; use
 # a real disk, not tmpfs, when fsync matters), FSYNC_BYTES (256 MiB: the
 # fsync'd-append ceiling measured once per run set, 0 to skip),
-# BROKER_ARGS (extra vltavad flags).
+# BROKER_ARGS (extra vltavad flags), VLTAVAD_<NAME> (the broker binary
+# for case NAME only, for A/B runs of patched builds).
 set -euo pipefail
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-8s}
@@ -41,7 +42,8 @@ for run in $(seq "$RUNS"); do
 		out=$WORK/server-$name-$run.out
 		: >"$out"
 		# shellcheck disable=SC2086
-		setsid "$VLTAVAD" --listen 127.0.0.1:0 --data-dir "$dir" --log-level warn ${BROKER_ARGS:-} >"$out" 2>&1 &
+		bin_var=VLTAVAD_$name
+		setsid "${!bin_var:-$VLTAVAD}" --listen 127.0.0.1:0 --data-dir "$dir" --log-level warn ${BROKER_ARGS:-} >"$out" 2>&1 &
 		SERVER_PID=$!
 		addr=""
 		for _ in $(seq 300); do

@@ -25,8 +25,8 @@ import (
 // connections), producers write as fast as they can for --duration and
 // consumers tail the topic's partitions (dealt round-robin among them)
 // from the end they found at the start. It reports every side's MiB/s,
-// their sum, produce latency, and — given --broker-pid (a local broker's
-// /proc/PID/stat) or --metrics-url (its /metrics endpoint,
+// their sum, produce latency, and — given --broker-pid (local brokers'
+// /proc/PID/stat, summed) or --metrics-url (its /metrics endpoint,
 // vltava_process_cpu_seconds_total{process="broker"}) — the broker's CPU
 // seconds over the run and per GiB moved, so a figure says whether the
 // broker or the clients were the limit.
@@ -61,7 +61,7 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	duration := f.Duration("duration", 10*time.Second, "how long the producers write")
 	size := f.Int("record-size", 1024, "value size in bytes")
 	inflight := f.Int("max-buffered", 10000, "records each producer buffers before Produce blocks")
-	pid := f.Int("broker-pid", 0, "read the broker's CPU time from /proc/`PID`/stat (a broker on this machine)")
+	pids := f.String("broker-pid", "", "read the brokers' CPU time from /proc/PID/stat, summed over `PID[,PID...]` (brokers on this machine: give every broker of a cluster)")
 	metricsURL := f.String("metrics-url", "", "read the broker's CPU time from this /metrics `URL` instead")
 	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
 	pos, err := f.parse(args, 1, 1)
@@ -99,7 +99,17 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	}); err != nil {
 		return err
 	}
-	cpu, err := brokerCPUReader(*pid, *metricsURL)
+	var pidList []int
+	if *pids != "" {
+		for _, p := range strings.Split(*pids, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || n <= 0 {
+				return usagef("--broker-pid %q: want PID[,PID...]", *pids)
+			}
+			pidList = append(pidList, n)
+		}
+	}
+	cpu, err := brokerCPUReader(pidList, *metricsURL)
 	if err != nil {
 		return err
 	}
@@ -327,14 +337,25 @@ func waitPartitions(ctx context.Context, adm *kadm.Client, topic string, created
 	}
 }
 
-// brokerCPUReader returns a function reading the broker's CPU seconds
-// (user + system) so far, or -1 when neither source was given.
-func brokerCPUReader(pid int, metricsURL string) (func() (float64, error), error) {
+// brokerCPUReader returns a function reading the brokers' CPU seconds
+// (user + system, summed over pids) so far, or -1 when neither source
+// was given.
+func brokerCPUReader(pids []int, metricsURL string) (func() (float64, error), error) {
 	switch {
-	case pid > 0 && metricsURL != "":
+	case len(pids) > 0 && metricsURL != "":
 		return nil, usagef("give --broker-pid or --metrics-url, not both")
-	case pid > 0:
-		read := func() (float64, error) { return procCPUSeconds(pid) }
+	case len(pids) > 0:
+		read := func() (float64, error) {
+			var sum float64
+			for _, pid := range pids {
+				s, err := procCPUSeconds(pid)
+				if err != nil {
+					return 0, err
+				}
+				sum += s
+			}
+			return sum, nil
+		}
 		_, err := read()
 		return read, err
 	case metricsURL != "":

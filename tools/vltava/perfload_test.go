@@ -23,7 +23,7 @@ func TestPerfLoad(t *testing.T) {
 	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]
 	out := cli(t, addr, "", "perf", "load", "load", "--partitions", "4", "--producers", "2", "--consumers", "2",
-		"--duration", "500ms", "--record-size", "100", "--acks", "1", "--broker-pid", fmt.Sprint(os.Getpid()), "--json")
+		"--duration", "500ms", "--record-size", "100", "--acks", "1", "--broker-pid", fmt.Sprintf("%d,%d", os.Getpid(), os.Getppid()), "--json")
 	var got loadReport
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("perf load --json printed %q: %v", out, err)
@@ -42,6 +42,9 @@ func TestPerfLoad(t *testing.T) {
 	out = cli(t, addr, "", "perf", "load", "load", "--producers", "1", "--consumers", "0", "--duration", "200ms", "--acks", "1")
 	if !strings.Contains(out, "aggregate: ") || strings.Contains(out, "broker cpu") {
 		t.Errorf("perf load without a broker CPU source printed %q", out)
+	}
+	if _, _, err := cliErr(t, addr, "", "perf", "load", "load", "--broker-pid", "1,x"); err == nil || !strings.Contains(err.Error(), "--broker-pid") {
+		t.Errorf("perf load --broker-pid 1,x: err = %v", err)
 	}
 	if _, _, err := cliErr(t, addr, "", "perf", "load", "nosuch", "--duration", "200ms"); err == nil || !strings.Contains(err.Error(), "nosuch") {
 		t.Errorf("perf load of a missing topic: err = %v", err)

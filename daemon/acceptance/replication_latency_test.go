@@ -130,7 +130,8 @@ func measureLatency(t *testing.T, c *daemontest.Cluster, topic string, parts, mb
 			})
 		}
 	}()
-	prod := producer(t, c, kgo.AllISRAcks(), kgo.DefaultProduceTopic(topic))
+	// Linger 0: franz-go's default (10 ms) would dominate the figures.
+	prod := producer(t, c, kgo.AllISRAcks(), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	lat := make([]time.Duration, total)
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Millisecond)

@@ -123,12 +123,23 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	// producers write.
 	var ends kadm.ListedOffsets
 	if err := e.admin(ctx, func(ctx context.Context, adm *kadm.Client) error {
-		var err error
-		ends, err = adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			err = ends.Error()
+		// A topic just created may not be on every broker yet: retry
+		// retriable errors (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...).
+		for {
+			var err error
+			ends, err = adm.ListEndOffsets(ctx, topic)
+			if err == nil {
+				err = ends.Error()
+			}
+			if err == nil || !kerr.IsRetriable(err) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		return err
 	}); err != nil {
 		return err
 	}

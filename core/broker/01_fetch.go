@@ -52,10 +52,7 @@ package broker
 // or ReplicaState.ID from v15, >= 0) reads up to the log end offset
 // instead of the high watermark, reports the follower's position to the
 // leader state (which may advance the high watermark), and wakes on
-// appends as well as HW moves. A follower's fetch does not wait while the
-// high watermark of one of its partitions is above the one last answered
-// to that follower (the leader state remembers it): the HW reaches
-// followers in the next response, not after the next append. When the follower's LastFetchedEpoch and
+// appends as well as HW moves. When the follower's LastFetchedEpoch and
 // FetchOffset are not on the leader's log, the answer is DivergingEpoch
 // (KIP-320) with no records: the follower truncates and fetches again.
 
@@ -79,8 +76,7 @@ type fetchPart struct {
 	offset   int64
 	maxBytes int32
 	sp       *kmsg.FetchResponseTopicPartition
-	replica  bool  // a follower's fetch: read up to the log end, not the HW
-	id       int32 // the follower's ID when replica
+	replica  bool // a follower's fetch: read up to the log end, not the HW
 }
 
 // fetchRead is what one pass over the partitions read: a range per
@@ -119,11 +115,6 @@ func handleFetch(b *Broker, ctx context.Context, req *wire.Request) (*wire.Respo
 		return nil, err
 	}
 	req.Parked += fr.parked
-	for i := range parts {
-		if fp := &parts[i]; fp.replica && fp.p != nil && fp.sp.ErrorCode == 0 {
-			fp.p.HWSentTo(fp.id, fp.sp.HighWatermark)
-		}
-	}
 	for i := range parts {
 		if n := fr.ranges[i].Len; n > 0 && parts[i].p != nil {
 			parts[i].p.traffic.out(n, parts[i].replica)
@@ -214,7 +205,7 @@ func (b *Broker) fetchPlan(r *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fet
 					break
 				}
 				if replicaID >= 0 {
-					fp.replica, fp.id = true, replicaID
+					fp.replica = true
 					if b.replicaFetched(fp.p, replicaID, st.View.LeaderEpoch, r, rp, sp, now) {
 						fp.p = nil
 					}
@@ -294,7 +285,7 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 		}
 		b.fetchRound(r, parts, fr)
 		wait := time.Until(deadline)
-		if fr.final || fr.bytes >= int64(r.MinBytes) || wait <= 0 || len(chs) == 0 || followerBehindHW(parts) {
+		if fr.final || fr.bytes >= int64(r.MinBytes) || wait <= 0 || len(chs) == 0 {
 			break
 		}
 		fr.release()
@@ -314,21 +305,6 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 		}
 	}
 	return nil
-}
-
-// followerBehindHW reports whether a follower's fetch should answer now,
-// with no records, because the high watermark of one of its partitions is
-// above the one that follower was last answered: the follower learns the
-// high watermark in this response rather than after the next append or
-// replica.fetch.wait.max.ms. Each advance costs at most one early answer
-// per follower.
-func followerBehindHW(parts []fetchPart) bool {
-	for i := range parts {
-		if fp := &parts[i]; fp.replica && fp.p != nil && fp.sp.ErrorCode == 0 && fp.p.FollowerBehindHW(fp.id) {
-			return true
-		}
-	}
-	return false
 }
 
 // pinMinBytes is the smallest read a fetch response sends from the file

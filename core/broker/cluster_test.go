@@ -31,7 +31,7 @@ type inProcCluster struct {
 	bs    map[int32]*Broker
 }
 
-func startInProcCluster(t *testing.T, n int, tune ...func(*config.Broker)) *inProcCluster {
+func startInProcCluster(t *testing.T, n int) *inProcCluster {
 	t.Helper()
 	s, err := local.Open(filepath.Join(t.TempDir(), "meta.db"), local.Options{Logger: testLogger()})
 	if err != nil {
@@ -58,9 +58,6 @@ func startInProcCluster(t *testing.T, n int, tune ...func(*config.Broker)) *inPr
 		cfg.DefaultReplicationFactor = int16(min(n, 3))
 		cfg.OffsetsTopicReplicationFactor = int16(min(n, 3))
 		cfg.ReplicaFetchWaitMaxMs = 50
-		for _, f := range tune {
-			f(&cfg)
-		}
 		c.cfgs[id] = cfg
 		c.start(id)
 	}

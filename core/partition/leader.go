@@ -147,35 +147,6 @@ func (p *Partition) ReplicaFetched(id, epoch int32, fetchOffset int64, lastFetch
 	return nil, nil
 }
 
-// FollowerBehindHW reports whether follower id was last answered a high
-// watermark below the current one (or none in this leader epoch): its
-// fetch should answer now, even with no records, so the high watermark
-// reaches it in this response. False when this broker does not lead.
-func (p *Partition) FollowerBehindHW(id int32) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.role != Leader || p.leader == nil {
-		return false
-	}
-	hw := p.HighWatermark()
-	p.lsMu.Lock()
-	defer p.lsMu.Unlock()
-	return p.leader.HWSent(id) < hw
-}
-
-// HWSentTo records that a fetch response to follower id carries high
-// watermark hw (see FollowerBehindHW).
-func (p *Partition) HWSentTo(id int32, hw int64) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.role != Leader || p.leader == nil {
-		return
-	}
-	p.lsMu.Lock()
-	p.leader.SetHWSent(id, hw)
-	p.lsMu.Unlock()
-}
-
 // ISRProposal is an ISR change the leader asks the controller to commit.
 type ISRProposal struct {
 	ISR         []int32

@@ -33,9 +33,5 @@
 // DivergingEpoch{epoch, end} with no records when the epoch differs or
 // end < FetchOffset; otherwise read up to the log end offset (not the high
 // watermark) and call LeaderState.FollowerFetched(id, FetchOffset, LEO).
-// A fetch with no records to return waits (long poll) only while the high
-// watermark is not above LeaderState.HWSent(id), and each answer records
-// the high watermark it carries with SetHWSent: the follower learns a new
-// high watermark in the next response, not after the next append.
 // ListOffsets with ReplicaID >= 0 answers latest with the log end offset.
 package replica

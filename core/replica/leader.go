@@ -47,7 +47,6 @@ type followerState struct {
 	lastFetchLEO   int64 // leader's log end offset at the previous fetch, -1 none
 	lastFetch      time.Time
 	fetchedInEpoch bool
-	hwSent         int64 // high watermark last answered to this follower, -1 none
 }
 
 // NewLeaderState starts leading in leaderEpoch with the given assignment
@@ -124,24 +123,6 @@ func (s *LeaderState) FollowerFetched(id int32, fetchOffset int64, leaderLEO int
 	return s.maybeAdvanceHW()
 }
 
-// HWSent returns the high watermark last answered to follower id in this
-// epoch (SetHWSent), -1 if none or id is not a follower.
-func (s *LeaderState) HWSent(id int32) int64 {
-	if f := s.followers[id]; f != nil {
-		return f.hwSent
-	}
-	return -1
-}
-
-// SetHWSent records that a fetch response to follower id carries high
-// watermark hw. A follower's fetch that has no records to return need not
-// wait while the high watermark is above the one it was last told.
-func (s *LeaderState) SetHWSent(id int32, hw int64) {
-	if f := s.followers[id]; f != nil {
-		f.hwSent = max(f.hwSent, hw)
-	}
-}
-
 // LeaderAppended records the leader's new log end offset after an append
 // and reports whether the high watermark moved (it does when the leader is
 // the only member).
@@ -196,7 +177,7 @@ func (s *LeaderState) track(id int32) *followerState {
 	}
 	f := s.followers[id]
 	if f == nil {
-		f = &followerState{leo: -1, lastFetchLEO: -1, hwSent: -1}
+		f = &followerState{leo: -1, lastFetchLEO: -1}
 		s.followers[id] = f
 	}
 	return f

@@ -196,26 +196,3 @@ func TestLeaderStateKeepsLeaderInISR(t *testing.T) {
 		t.Fatalf("proposal %v drops the leader", got)
 	}
 }
-
-// TestLeaderStateHWSent: the high watermark last answered to a follower
-// starts unknown, only moves forward, and is not tracked for the leader
-// or replicas outside the assignment.
-func TestLeaderStateHWSent(t *testing.T) {
-	s := NewLeaderState([]int32{1, 2, 3}, []int32{1, 2, 3}, 1, 0, 10, t0)
-	if got := s.HWSent(2); got != -1 {
-		t.Fatalf("HWSent before any answer = %d, want -1", got)
-	}
-	s.SetHWSent(2, 7)
-	s.SetHWSent(2, 5) // a late answer never lowers it
-	if got := s.HWSent(2); got != 7 {
-		t.Errorf("HWSent(2) = %d, want 7", got)
-	}
-	if got := s.HWSent(3); got != -1 {
-		t.Errorf("HWSent(3) = %d, want -1 (never answered)", got)
-	}
-	s.SetHWSent(1, 9)
-	s.SetHWSent(4, 9)
-	if s.HWSent(1) != -1 || s.HWSent(4) != -1 {
-		t.Errorf("HWSent of the leader / a non-replica = %d / %d, want -1 / -1", s.HWSent(1), s.HWSent(4))
-	}
-}

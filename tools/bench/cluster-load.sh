@@ -19,8 +19,17 @@ DURATION=${DURATION:-8s}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/vltava-cluster-load.XXXXXX")
 pids=()
+# stop_all stops the brokers: SIGTERM, then SIGKILL after 10 s (a broker
+# whose peers already stopped may not finish a clean shutdown).
 stop_all() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for _ in $(seq 100); do
+		alive=0
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		((alive == 0)) && break
+		sleep 0.1
+	done
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	pids=()
 }

@@ -29,7 +29,7 @@ stop_all() {
 		((alive == 0)) && break
 		sleep 0.1
 	done
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do pkill -9 -P "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	pids=()
 }

@@ -69,7 +69,7 @@ func (l *Log) appendLocked(records []byte, opts AppendOptions) (res AppendResult
 	if failed != nil {
 		return AppendResult{}, 0, false, failed
 	}
-	batches, err := splitBatches(records, !opts.CRCChecked)
+	batches, err := l.splitBatchesLocked(records, !opts.CRCChecked)
 	if err != nil {
 		return AppendResult{}, 0, false, err
 	}
@@ -176,8 +176,7 @@ func (l *Log) publishLocked(end, next int64, cfg Config) error {
 		l.unflushedSince = time.Now().UnixMilli()
 	}
 	l.checkOffsetsLocked()
-	close(l.changed)
-	l.changed = make(chan struct{})
+	l.signalChangedLocked()
 	l.mu.Unlock()
 	return nil
 }
@@ -190,13 +189,26 @@ func (l *Log) undoEpochs(end int64) {
 	}
 }
 
+// splitBatchesLocked is splitBatches into the log's reused slice: the
+// result is valid until the next append. REQUIRES: l.appendMu.
+func (l *Log) splitBatchesLocked(records []byte, checkCRC bool) ([]pendingBatch, error) {
+	bs, err := splitBatches(l.splitBuf[:0], records, checkCRC)
+	if cap(bs) > cap(l.splitBuf) && cap(bs) <= maxSplitBuf {
+		l.splitBuf = bs[:0]
+	}
+	return bs, err
+}
+
+// maxSplitBuf bounds the batches splitBatchesLocked keeps room for.
+const maxSplitBuf = 4096
+
 // splitBatches validates the framing, and with checkCRC the CRC, of every
-// batch in records.
-func splitBatches(records []byte, checkCRC bool) ([]pendingBatch, error) {
+// batch in records, appending them to dst.
+func splitBatches(dst []pendingBatch, records []byte, checkCRC bool) ([]pendingBatch, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("log: append: %w: no record batch", record.ErrCorrupt)
 	}
-	var bs []pendingBatch
+	bs := dst
 	for rest := records; len(rest) > 0; {
 		h, b, r, err := record.Next(rest)
 		if err != nil {

@@ -91,8 +91,7 @@ func (l *Log) publishSyncedLocked(target, appended int64, pos writtenAt) {
 		l.end = target
 		l.appended = appended
 		l.publishedPos = pos
-		close(l.changed)
-		l.changed = make(chan struct{})
+		l.signalChangedLocked()
 	}
 	l.markSyncedLocked(target, appended)
 	l.checkOffsetsLocked()

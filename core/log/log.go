@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vltava/vltava/core/record"
@@ -94,10 +95,11 @@ const (
 type Log struct {
 	dir string
 
-	adminMu  sync.Mutex // serialises retention, DeleteRecords, Truncate, Close
-	appendMu sync.Mutex // one writer of the active segment
-	flushMu  sync.Mutex // serialises fsyncs and recovery-point checkpoints; Truncate holds it too
-	cleanMu  sync.Mutex // one Clean pass at a time; taken before adminMu
+	adminMu  sync.Mutex     // serialises retention, DeleteRecords, Truncate, Close
+	appendMu sync.Mutex     // one writer of the active segment
+	splitBuf []pendingBatch // reused by splitBatchesLocked; guarded by appendMu
+	flushMu  sync.Mutex     // serialises fsyncs and recovery-point checkpoints; Truncate holds it too
+	cleanMu  sync.Mutex     // one Clean pass at a time; taken before adminMu
 
 	epochs    epochCache                   // leader-epoch cache; own locks, taken after all others
 	producers producerState                // guarded by appendMu
@@ -126,6 +128,7 @@ type Log struct {
 	cleaned         int64 // cleaner checkpoint: offsets below were compacted once; -1 unknown
 	horizonDue      int64 // unix ms of the earliest delete horizon of a cleaned tombstone, 0 if none
 	changed         chan struct{}
+	changedTaken    atomic.Bool // Changed handed out changed since it was last replaced (set under mu read, read under mu write)
 	closed          bool
 	marker          markerGuard // the clean-shutdown marker awaiting deletion (cleanmarker.go)
 	failed          error       // set once by fail: the log is offline (wraps ErrStorage)
@@ -186,7 +189,19 @@ func (l *Log) config() Config {
 func (l *Log) Changed() <-chan struct{} {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	l.changedTaken.Store(true)
 	return l.changed
+}
+
+// signalChangedLocked wakes every holder of the Changed channel. A
+// channel nobody took is kept (nobody can be waiting on it), so an append
+// nobody waits for allocates none. REQUIRES: l.mu (write).
+func (l *Log) signalChangedLocked() {
+	if l.changedTaken.Load() {
+		close(l.changed)
+		l.changed = make(chan struct{})
+		l.changedTaken.Store(false)
+	}
 }
 
 // segmentFor returns the segment holding offset: the last one whose base

@@ -49,7 +49,7 @@ func (l *Log) appendReplicaLocked(records []byte) (next int64, wait bool, err er
 	if failed != nil {
 		return 0, false, failed
 	}
-	batches, err := splitBatches(records, true)
+	batches, err := l.splitBatchesLocked(records, true)
 	if err != nil {
 		return 0, false, err
 	}

@@ -85,6 +85,10 @@ type Partition struct {
 	hw   atomic.Int64
 	hwMu sync.Mutex
 	hwCh chan struct{} // closed when hw next advances or the role changes; guarded by hwMu
+	// hwTaken: HWChanged handed out hwCh since it was last replaced;
+	// guarded by hwMu. Wake keeps a channel nobody took, so an append
+	// nobody waits on allocates none.
+	hwTaken bool
 }
 
 // New returns a partition over l with no role. Its high watermark starts
@@ -147,6 +151,7 @@ func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 func (p *Partition) HWChanged() <-chan struct{} {
 	p.hwMu.Lock()
 	defer p.hwMu.Unlock()
+	p.hwTaken = true
 	return p.hwCh
 }
 
@@ -154,8 +159,11 @@ func (p *Partition) HWChanged() <-chan struct{} {
 // produces re-check their state.
 func (p *Partition) Wake() {
 	p.hwMu.Lock()
-	close(p.hwCh)
-	p.hwCh = make(chan struct{})
+	if p.hwTaken {
+		close(p.hwCh)
+		p.hwCh = make(chan struct{})
+		p.hwTaken = false
+	}
 	p.hwMu.Unlock()
 }
 

@@ -72,7 +72,8 @@
 // part of a frame wait for one another forever (four 100 MiB frames
 // arriving together into 256 MiB). What the reservation does not do is
 // allocate: the payload buffer starts at most 64 KiB long and grows
-// fourfold as bytes arrive, so a peer that announces 100 MiB and sends
+// fourfold as bytes arrive (straight to the frame's size once that is at
+// most eight times what arrived), so a peer that announces 100 MiB and sends
 // 40 KiB costs 64 KiB of memory, and the payload memory in use is at
 // most the bytes reserved (plus, briefly, the smaller buffer being copied
 // out of, and what the garbage collector has not yet reclaimed).

@@ -38,7 +38,7 @@ type command struct {
 }
 
 // commands is the whole command table; each group's file defines its rows.
-var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands, groupCommands,
+var commands = concat(topicCommands, produceCommands, consumeCommands, perfCommands, perfLoadCommands, groupCommands,
 	brokerCommands, partitionCommands, conformanceCommands, clusterCommands, quotaCommands, doctorCommands,
 	clientsCommands, completionCommands, metadataCommands, userCommands, aclCommands)
 

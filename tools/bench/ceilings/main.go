@@ -3,13 +3,20 @@
 //
 //   - page-cache append: sequential 1 MiB write(2) calls to a new file in
 //     --dir, no fsync (what a broker's log append costs at best);
+//   - fsync'd append: sequential --fsync-chunk write(2) calls to a new
+//     file in --dir, each followed by fsync, moving --fsync-bytes (what a
+//     broker that acknowledges only durable writes costs at best: one
+//     fsync per chunk, the best case of a group commit);
 //   - loopback TCP: one connection over 127.0.0.1 carrying 1 MiB writes
 //     from a sender goroutine to a receiver goroutine (what one client
 //     connection can carry at best).
 //
 // Each moves --bytes bytes. It prints one JSON object on stdout,
 //
-//	{"bytes":N,"pagecache_mib_per_sec":X,"loopback_mib_per_sec":Y}
+//	{"bytes":N,"pagecache_mib_per_sec":X,"loopback_mib_per_sec":Y,
+//	 "fsync_bytes":M,"fsync_chunk":C,"fsync_mib_per_sec":Z,"fsyncs_per_sec":F}
+//
+// (the fsync fields only with --fsync-bytes > 0).
 //
 // with MiB = 2^20 bytes, the unit of `vltava perf`.
 package main
@@ -31,6 +38,8 @@ const chunk = 1 << 20
 func main() {
 	dir := flag.String("dir", os.TempDir(), "directory for the page-cache test file (removed afterwards)")
 	bytes := flag.Int64("bytes", 256<<20, "bytes to move in each test")
+	fsyncBytes := flag.Int64("fsync-bytes", 0, "bytes to move in the fsync'd append test (0: skip it)")
+	fsyncChunk := flag.Int("fsync-chunk", chunk, "bytes per write+fsync in the fsync'd append test")
 	flag.Parse()
 	if *bytes < chunk {
 		fmt.Fprintln(os.Stderr, "ceilings: --bytes must be at least 1 MiB")
@@ -46,11 +55,29 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ceilings:", err)
 		os.Exit(1)
 	}
-	json.NewEncoder(os.Stdout).Encode(struct {
-		Bytes     int64   `json:"bytes"`
-		PageCache float64 `json:"pagecache_mib_per_sec"`
-		Loopback  float64 `json:"loopback_mib_per_sec"`
-	}{*bytes, pc, lo})
+	out := struct {
+		Bytes      int64   `json:"bytes"`
+		PageCache  float64 `json:"pagecache_mib_per_sec"`
+		Loopback   float64 `json:"loopback_mib_per_sec"`
+		FsyncBytes int64   `json:"fsync_bytes,omitempty"`
+		FsyncChunk int     `json:"fsync_chunk,omitempty"`
+		Fsync      float64 `json:"fsync_mib_per_sec,omitempty"`
+		FsyncsPS   float64 `json:"fsyncs_per_sec,omitempty"`
+	}{Bytes: *bytes, PageCache: pc, Loopback: lo}
+	if *fsyncBytes > 0 {
+		if *fsyncChunk <= 0 || int64(*fsyncChunk) > *fsyncBytes {
+			fmt.Fprintln(os.Stderr, "ceilings: --fsync-chunk must be positive and at most --fsync-bytes")
+			os.Exit(2)
+		}
+		rate, err := fsyncAppend(*dir, *fsyncBytes, *fsyncChunk)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ceilings:", err)
+			os.Exit(1)
+		}
+		out.FsyncBytes, out.FsyncChunk, out.Fsync = *fsyncBytes, *fsyncChunk, rate
+		out.FsyncsPS = rate * (1 << 20) / float64(*fsyncChunk)
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
 }
 
 // mibPerSec converts n bytes in d to MiB/s.
@@ -79,6 +106,31 @@ func pageCache(dir string, total int64) (float64, error) {
 		return 0, err
 	}
 	return mibPerSec(total, time.Since(start)), nil
+}
+
+// fsyncAppend appends total bytes in writes of size chunk to a new file
+// in dir, fsyncing after each, and returns MiB/s; the file is removed
+// afterwards.
+func fsyncAppend(dir string, total int64, size int) (float64, error) {
+	path := filepath.Join(dir, fmt.Sprintf("ceilings-fsync-%d.dat", os.Getpid()))
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(path)
+	defer fh.Close()
+	buf := filled(size)
+	start := time.Now()
+	var n int64
+	for ; n < total; n += int64(size) {
+		if _, err := fh.Write(buf); err != nil {
+			return 0, err
+		}
+		if err := fh.Sync(); err != nil {
+			return 0, err
+		}
+	}
+	return mibPerSec(n, time.Since(start)), nil
 }
 
 // loopback sends total bytes over one 127.0.0.1 TCP connection and returns

@@ -1,0 +1,192 @@
+package acceptance
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vltava/vltava/daemon/daemontest"
+)
+
+// TestReplicationLatency prints the BENCHMARKS.md "Replicated latency"
+// figures (issue 15, target 1): produce latency (Produce to its callback)
+// and end-to-end latency (Produce to a consumer's PollFetches) at a fixed
+// rate of 1 KiB records over 6 partitions, RF=3 acks=all and RF=1
+// acks=all, interleaved. It runs only with VLTAVA_REPLICATION_BENCH=1 and
+// asserts nothing about speed:
+//
+//	VLTAVA_REPLICATION_BENCH=1 go test ./daemon/acceptance -run TestReplicationLatency -v
+//
+// VLTAVA_BENCH_VLTAVAD=/path/to/vltavad measures that binary instead of
+// building the tree (for before/after runs); VLTAVA_BENCH_MBPS (20),
+// VLTAVA_BENCH_SECONDS (10 per run) and VLTAVA_BENCH_ROUNDS (3) size it.
+// The brokers run at log level info with the cluster tests' defaults
+// (replica.fetch.wait.max.ms=200).
+func TestReplicationLatency(t *testing.T) {
+	if os.Getenv("VLTAVA_REPLICATION_BENCH") == "" {
+		t.Skip("set VLTAVA_REPLICATION_BENCH=1 to measure")
+	}
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	envInt := func(k string, def int) int {
+		if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+			return v
+		}
+		return def
+	}
+	mbps, secs, rounds := envInt("VLTAVA_BENCH_MBPS", 20), envInt("VLTAVA_BENCH_SECONDS", 10), envInt("VLTAVA_BENCH_ROUNDS", 3)
+	bin := os.Getenv("VLTAVA_BENCH_VLTAVAD")
+	if bin == "" {
+		bin = daemontest.Build(t)
+	}
+	cfg := maps.Clone(clusterDefaults)
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		fmt.Fprintf(&b, "%s: %q\n", k, cfg[k])
+	}
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := daemontest.StartClusterWith(t, bin, daemontest.ClusterOptions{Brokers: 3}, "--config", path, "--log-level", "info")
+	const parts = 6
+	createReplicated(t, c, "lat-rf3", parts, 3, map[string]string{"min.insync.replicas": "2"})
+	createReplicated(t, c, "lat-rf1", parts, 1, map[string]string{"min.insync.replicas": "1"})
+
+	type result struct{ produce, e2e []time.Duration }
+	results := map[string][]result{}
+	for round := range rounds {
+		for _, topic := range []string{"lat-rf3", "lat-rf1"} {
+			r := measureLatency(t, c, topic, parts, mbps, time.Duration(secs)*time.Second)
+			results[topic] = append(results[topic], r)
+			t.Logf("round %d %s: produce %s | end-to-end %s", round+1, topic, quantiles(r.produce), quantiles(r.e2e))
+		}
+	}
+	for _, topic := range []string{"lat-rf3", "lat-rf1"} {
+		var p50, p99, p999, e50, e99, e999 []time.Duration
+		for _, r := range results[topic] {
+			p50, p99, p999 = append(p50, q(r.produce, 0.5)), append(p99, q(r.produce, 0.99)), append(p999, q(r.produce, 0.999))
+			e50, e99, e999 = append(e50, q(r.e2e, 0.5)), append(e99, q(r.e2e, 0.99)), append(e999, q(r.e2e, 0.999))
+		}
+		t.Logf("median of %d: %s acks=all %d MB/s: produce p50 %v p99 %v p99.9 %v | end-to-end p50 %v p99 %v p99.9 %v",
+			rounds, topic, mbps, med(p50), med(p99), med(p999), med(e50), med(e99), med(e999))
+	}
+}
+
+// measureLatency produces 1 KiB records at mbps MB/s (a tick per
+// millisecond) to topic for d, records i going to partition i%parts,
+// while one consumer reads them; every value starts with its send time.
+func measureLatency(t *testing.T, c *daemontest.Cluster, topic string, parts, mbps int, d time.Duration) (r struct{ produce, e2e []time.Duration }) {
+	t.Helper()
+	const size = 1024
+	perMs := max(1, mbps*1_000_000/size/1000)
+	total := int(d/time.Millisecond) * perMs
+	ends, err := clusterAdmin(t, c).ListEndOffsets(testCtx(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) { at[o.Partition] = kgo.NewOffset().At(o.Offset) })
+	cons := clusterClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}),
+		kgo.FetchMaxWait(500*time.Millisecond))
+	var (
+		mu   sync.Mutex
+		e2e  = make([]time.Duration, 0, total)
+		seen atomic.Int64
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for seen.Load() < int64(total) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			fs := cons.PollFetches(ctx)
+			cancel()
+			now := time.Now()
+			if ctx.Err() != nil && fs.NumRecords() == 0 {
+				return // stalled: report what arrived
+			}
+			fs.EachRecord(func(rec *kgo.Record) {
+				if len(rec.Value) >= 8 {
+					sent := time.Unix(0, int64(binary.BigEndian.Uint64(rec.Value)))
+					mu.Lock()
+					e2e = append(e2e, now.Sub(sent))
+					mu.Unlock()
+				}
+				seen.Add(1)
+			})
+		}
+	}()
+	// Linger 0: franz-go's default (10 ms) would dominate the figures.
+	prod := producer(t, c, kgo.AllISRAcks(), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+	lat := make([]time.Duration, total)
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	next := 0
+	start := time.Now()
+	for next < total {
+		<-tick.C
+		// Catch up on ticks the ticker dropped, so the rate holds.
+		due := min(total, int(time.Since(start)/time.Millisecond+1)*perMs)
+		for ; next < due; next++ {
+			v := make([]byte, size)
+			sent := time.Now()
+			binary.BigEndian.PutUint64(v, uint64(sent.UnixNano()))
+			wg.Add(1)
+			i := next
+			prod.Produce(context.Background(), &kgo.Record{Value: v, Partition: int32(i % parts)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+				lat[i] = time.Since(sent)
+				wg.Done()
+			})
+		}
+	}
+	wg.Wait()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(e2e) < total {
+		t.Errorf("%s: consumer saw %d of %d records", topic, len(e2e), total)
+	}
+	r.produce, r.e2e = lat, slices.Clone(e2e)
+	slices.Sort(r.produce)
+	slices.Sort(r.e2e)
+	return r
+}
+
+// q is quantile f of sorted durations.
+func q(sorted []time.Duration, f float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(f*float64(len(sorted)-1))].Round(10 * time.Microsecond)
+}
+
+func quantiles(sorted []time.Duration) string {
+	if len(sorted) == 0 {
+		return "no samples"
+	}
+	return fmt.Sprintf("p50 %v p99 %v p99.9 %v max %v (n=%d)", q(sorted, 0.5), q(sorted, 0.99), q(sorted, 0.999), sorted[len(sorted)-1].Round(10*time.Microsecond), len(sorted))
+}
+
+func med(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,447 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vltava/vltava/tools/internal/perfstat"
+)
+
+// `vltava perf load` drives a broker with many clients at once: each
+// producer and each consumer is its own franz-go client (its own
+// connections), producers write as fast as they can for --duration and
+// consumers tail the topic's partitions (dealt round-robin among them)
+// from the end they found at the start. It reports every side's MiB/s,
+// their sum, produce latency, and — given --broker-pid (local brokers'
+// /proc/PID/stat, summed) or --metrics-url (its /metrics endpoint,
+// vltava_process_cpu_seconds_total{process="broker"}) — the broker's CPU
+// seconds over the run and per GiB moved, so a figure says whether the
+// broker or the clients were the limit.
+var perfLoadCommands = []command{
+	{path: "perf load", args: "TOPIC", summary: "drive many producers and consumers at once; report aggregate throughput and the broker's CPU", run: perfLoad},
+}
+
+// loadReport is the final figure of `perf load`.
+type loadReport struct {
+	Producers      int              `json:"producers"`
+	Consumers      int              `json:"consumers"`
+	Partitions     int              `json:"partitions"`
+	Produce        perfstat.Report  `json:"produce"`
+	Consume        *perfstat.Report `json:"consume,omitempty"`
+	AggregateMiBs  float64          `json:"aggregate_mb_per_sec"`
+	BrokerCPUSecs  *float64         `json:"broker_cpu_seconds,omitempty"`
+	BrokerCPUUtil  *float64         `json:"broker_cpu_cores,omitempty"`
+	CPUSecsPerGiB  *float64         `json:"broker_cpu_seconds_per_gib,omitempty"`
+	ProduceErrors  int64            `json:"produce_errors"`
+	FirstErrorText string           `json:"first_error,omitempty"`
+}
+
+func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
+	f := newFlags(e, c)
+	var pf producerFlags
+	pf.register(f)
+	producers := f.Int("producers", 4, "producer clients, each with its own connections")
+	consumers := f.Int("consumers", 4, "consumer clients tailing the topic (0: produce only)")
+	partitions := f.Int("partitions", 0, "create TOPIC with this many partitions if it does not exist (0: it must exist)")
+	rf := f.Int("replication-factor", -1, "replication factor when creating TOPIC (-1: the broker's default)")
+	topicConfigs := f.String("topic-config", "", "configs for creating TOPIC, `K=V[,K=V...]` (e.g. flush.messages=1)")
+	duration := f.Duration("duration", 10*time.Second, "how long the producers write")
+	size := f.Int("record-size", 1024, "value size in bytes")
+	inflight := f.Int("max-buffered", 10000, "records each producer buffers before Produce blocks")
+	pids := f.String("broker-pid", "", "read the brokers' CPU time from /proc/PID/stat, summed over `PID[,PID...]` (brokers on this machine: give every broker of a cluster)")
+	metricsURL := f.String("metrics-url", "", "read the broker's CPU time from this /metrics `URL` instead")
+	asJSON := f.Bool("json", false, "print the final figures as JSON on stdout (progress goes to stderr)")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *producers <= 0 || *consumers < 0 || *duration <= 0 || *size < 0 || *inflight <= 0 {
+		return usagef("--producers and --duration must be positive, --consumers and --record-size not negative")
+	}
+	topic := pos[0]
+	configs := map[string]*string{}
+	if *topicConfigs != "" {
+		for _, kv := range strings.Split(*topicConfigs, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return usagef("--topic-config %q: want K=V[,K=V...]", *topicConfigs)
+			}
+			configs[k] = kadm.StringPtr(v)
+		}
+	}
+	var nparts int
+	if err := e.admin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+		if *partitions > 0 {
+			resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), configs, topic)
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				return err
+			}
+		}
+		var err error
+		nparts, err = waitPartitions(ctx, adm, topic, *partitions > 0)
+		return err
+	}); err != nil {
+		return err
+	}
+	var pidList []int
+	if *pids != "" {
+		for _, p := range strings.Split(*pids, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || n <= 0 {
+				return usagef("--broker-pid %q: want PID[,PID...]", *pids)
+			}
+			pidList = append(pidList, n)
+		}
+	}
+	cpu, err := brokerCPUReader(pidList, *metricsURL)
+	if err != nil {
+		return err
+	}
+	popts, err := pf.opts(e)
+	if err != nil {
+		return err
+	}
+	popts = append(popts, kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(*inflight))
+
+	// Consumers start at the end offsets found now and read what the
+	// producers write.
+	var ends kadm.ListedOffsets
+	if err := e.admin(ctx, func(ctx context.Context, adm *kadm.Client) error {
+		// A topic just created may not be on every broker yet: retry
+		// retriable errors (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...).
+		for {
+			var err error
+			ends, err = adm.ListEndOffsets(ctx, topic)
+			if err == nil {
+				err = ends.Error()
+			}
+			if err == nil || !kerr.IsRetriable(err) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	var clients []*kgo.Client
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
+	prodCls := make([]*kgo.Client, *producers)
+	for i := range prodCls {
+		cl, err := e.client(popts...)
+		if err != nil {
+			return err
+		}
+		prodCls[i] = cl
+		clients = append(clients, cl)
+	}
+	consCls := make([]*kgo.Client, 0, *consumers)
+	for i := 0; i < *consumers && i < nparts; i++ {
+		at := map[int32]kgo.Offset{}
+		ends.Each(func(o kadm.ListedOffset) {
+			if int(o.Partition)%*consumers == i {
+				at[o.Partition] = kgo.NewOffset().At(o.Offset)
+			}
+		})
+		cl, err := e.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}))
+		if err != nil {
+			return err
+		}
+		consCls = append(consCls, cl)
+		clients = append(clients, cl)
+	}
+
+	out := newPerfOutput(e, *asJSON)
+	pm := perfstat.NewMeter(time.Now(), true)
+	cm := perfstat.NewMeter(time.Now(), false)
+	stopProgress := out.reportEvery(pm)
+	cpu0, err := cpu()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	pctx, cancelProduce := context.WithDeadline(ctx, start.Add(*duration))
+	defer cancelProduce()
+	cctx, cancelConsume := context.WithCancel(ctx)
+	defer cancelConsume()
+
+	var (
+		mu       sync.Mutex
+		firstErr error
+		nErr     int64
+		pwg, cwg sync.WaitGroup
+	)
+	value := make([]byte, *size)
+	for i := range value {
+		value[i] = 'a' + byte(i%26)
+	}
+	for _, cl := range prodCls {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			// Produce under ctx, not pctx: a record buffered when the
+			// duration ends is still delivered and counted, rather than
+			// failed after it may have been written.
+			for pctx.Err() == nil {
+				sent := time.Now()
+				cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+					if err != nil {
+						mu.Lock()
+						nErr++
+						firstErr = cmpErr(firstErr, err)
+						mu.Unlock()
+						return
+					}
+					pm.Add(1, int64(len(r.Value)), time.Since(sent))
+				})
+			}
+		}()
+	}
+	for _, cl := range consCls {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			for cctx.Err() == nil {
+				fs := cl.PollRecords(cctx, 10000)
+				var n, bytes int64
+				fs.EachRecord(func(r *kgo.Record) { n++; bytes += int64(len(r.Key) + len(r.Value)) })
+				if n > 0 {
+					cm.Add(n, bytes, 0)
+				}
+			}
+		}()
+	}
+	pwg.Wait()
+	// Records produced before the deadline are still in flight: wait for
+	// them (bounded), then give the consumers until they caught up.
+	fctx, cancelFlush := context.WithTimeout(ctx, e.timeout)
+	for _, cl := range prodCls {
+		cl.Flush(fctx)
+	}
+	cancelFlush()
+	prodEnd := time.Now()
+	if len(consCls) > 0 {
+		deadline := time.Now().Add(30 * time.Second)
+		for cm.Records() < pm.Records() && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	end := time.Now()
+	cpu1, cpuErr := cpu()
+	cancelConsume()
+	cwg.Wait()
+	stopProgress()
+
+	r := loadReport{Producers: len(prodCls), Consumers: len(consCls), Partitions: nparts, ProduceErrors: nErr}
+	r.Produce = pm.Total(prodEnd)
+	moved := r.Produce.Bytes
+	if len(consCls) > 0 {
+		cr := cm.Total(end)
+		r.Consume = &cr
+		moved += cr.Bytes
+		// Both sides over the whole window: what the broker carried.
+		r.AggregateMiBs = float64(moved) / (1 << 20) / end.Sub(start).Seconds()
+	} else {
+		r.AggregateMiBs = r.Produce.MBPerSec
+	}
+	if cpu0 >= 0 && cpuErr == nil && cpu1 >= 0 {
+		secs := cpu1 - cpu0
+		cores := secs / end.Sub(start).Seconds()
+		r.BrokerCPUSecs, r.BrokerCPUUtil = &secs, &cores
+		if moved > 0 {
+			perGiB := secs / (float64(moved) / (1 << 30))
+			r.CPUSecsPerGiB = &perGiB
+		}
+	}
+	if firstErr != nil {
+		r.FirstErrorText = firstErr.Error()
+	}
+	if err := printLoad(out, r); err != nil {
+		return err
+	}
+	if firstErr != nil {
+		return fmt.Errorf("perf load: %d records failed, first: %w", nErr, firstErr)
+	}
+	return nil
+}
+
+func printLoad(out perfOutput, r loadReport) error {
+	if out.json {
+		return json.NewEncoder(out.final).Encode(struct {
+			Kind string `json:"kind"`
+			loadReport
+		}{"load", r})
+	}
+	w := out.final
+	fmt.Fprintf(w, "load: %d producers, %d consumers, %d partitions\n", r.Producers, r.Consumers, r.Partitions)
+	fmt.Fprintf(w, "produce total: %s, %.3f s\n", r.Produce, r.Produce.Seconds)
+	if r.Consume != nil {
+		fmt.Fprintf(w, "consume total: %s, %.3f s\n", *r.Consume, r.Consume.Seconds)
+	}
+	fmt.Fprintf(w, "aggregate: %.1f MiB/s", r.AggregateMiBs)
+	if r.BrokerCPUSecs != nil {
+		fmt.Fprintf(w, "; broker cpu %.2f s (%.2f cores)", *r.BrokerCPUSecs, *r.BrokerCPUUtil)
+		if r.CPUSecsPerGiB != nil {
+			fmt.Fprintf(w, ", %.3f cpu-s/GiB", *r.CPUSecsPerGiB)
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// waitPartitions returns the number of partitions of topic once every
+// one has a leader (a topic just created may not have them yet); a
+// missing topic is an error at once unless it was just created.
+func waitPartitions(ctx context.Context, adm *kadm.Client, topic string, created bool) (int, error) {
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return 0, err
+		}
+		td, ok := md.Topics[topic]
+		switch {
+		case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+			err = fmt.Errorf("topic %s %w", topic, errNoTopic)
+			if !created {
+				return 0, err
+			}
+		case td.Err != nil && !errors.Is(td.Err, kerr.LeaderNotAvailable):
+			return 0, fmt.Errorf("topic %s: %w", topic, td.Err)
+		default:
+			ready := len(td.Partitions) > 0
+			for _, p := range td.Partitions {
+				ready = ready && p.Leader >= 0
+			}
+			if ready {
+				return len(td.Partitions), nil
+			}
+			err = fmt.Errorf("topic %s: partitions without a leader", topic)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// brokerCPUReader returns a function reading the brokers' CPU seconds
+// (user + system, summed over pids) so far, or -1 when neither source
+// was given.
+func brokerCPUReader(pids []int, metricsURL string) (func() (float64, error), error) {
+	switch {
+	case len(pids) > 0 && metricsURL != "":
+		return nil, usagef("give --broker-pid or --metrics-url, not both")
+	case len(pids) > 0:
+		read := func() (float64, error) {
+			var sum float64
+			for _, pid := range pids {
+				s, err := procCPUSeconds(pid)
+				if err != nil {
+					return 0, err
+				}
+				sum += s
+			}
+			return sum, nil
+		}
+		_, err := read()
+		return read, err
+	case metricsURL != "":
+		read := func() (float64, error) { return metricsCPUSeconds(metricsURL) }
+		_, err := read()
+		return read, err
+	}
+	return func() (float64, error) { return -1, nil }, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's utime and stime
+// (100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// procCPUSeconds reads utime + stime of pid from /proc/PID/stat.
+func procCPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("broker cpu: %w", err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count fields after the last ')'. utime and stime are fields 14, 15.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("broker cpu: /proc/%d/stat: no command name", pid)
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("broker cpu: /proc/%d/stat: %d fields", pid, len(fields))
+	}
+	var ticks float64
+	for _, f := range fields[11:13] { // fields 14 and 15 of the line
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("broker cpu: /proc/%d/stat: %w", pid, err)
+		}
+		ticks += float64(n)
+	}
+	return ticks / clockTicks, nil
+}
+
+// metricsCPUSeconds reads vltava_process_cpu_seconds_total{process="broker"}
+// from a Prometheus text endpoint.
+func metricsCPUSeconds(url string) (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("broker cpu: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("broker cpu: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("broker cpu: %s: %s", url, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "vltava_process_cpu_seconds_total{") || !strings.Contains(line, `process="broker"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("broker cpu: %q: %w", line, err)
+		}
+		return v, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("broker cpu: %w", err)
+	}
+	return 0, fmt.Errorf(`broker cpu: %s has no vltava_process_cpu_seconds_total{process="broker"}`, url)
+}

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/vltava/vltava/core/config"
+	"github.com/vltava/vltava/daemon/buildinfo"
 )
 
 // subcommand is one entry of the subcommand table.
@@ -104,7 +105,7 @@ func loadFlags(args []string, stdout, stderr io.Writer) (f *serveFlags, code int
 		return nil, 2, false
 	}
 	if f.version {
-		fmt.Fprintln(stdout, versionLine("vltavad"))
+		fmt.Fprintln(stdout, buildinfo.Line("vltavad"))
 		return nil, 0, false
 	}
 	return f, 0, true

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vltava/vltava/daemon/buildinfo"
 )
 
 // command is one leaf of the command tree, found by its space-separated path.
@@ -135,7 +137,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			printUsage(stdout)
 			return nil
 		case "version":
-			fmt.Fprintln(stdout, versionLine("vltava"))
+			fmt.Fprintln(stdout, buildinfo.Line("vltava"))
 			return nil
 		default:
 			return globalUsage(stderr, usagef("unknown global flag %s", args[0]))

@@ -1,13 +1,15 @@
-package main
+// Package buildinfo renders the version line vltavad and vltava print for
+// --version, from the build information the Go linker records.
+package buildinfo
 
 import (
 	"fmt"
 	"runtime/debug"
 )
 
-// versionLine is "NAME MODULE-VERSION (commit REV[, modified]) GO-VERSION"
+// Line is "NAME MODULE-VERSION (commit REV[, modified]) GO-VERSION"
 // from the build information the Go linker records.
-func versionLine(name string) string {
+func Line(name string) string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return name + " (no build information)"

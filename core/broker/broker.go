@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,8 +57,9 @@ type Broker struct {
 	ownsStore bool
 	clusterID string
 
-	server *wire.Server
-	ln     net.Listener
+	server    *wire.Server
+	ln        net.Listener // the first listener's
+	listeners []boundListener
 
 	authenticators []sdk.Authenticator
 	// sasl maps a connection ID to its *saslConn (SASL listeners only);
@@ -165,13 +165,9 @@ func (b *Broker) start() error {
 	if err := b.startGroups(); err != nil {
 		return err
 	}
-	addr, _ := b.cfg.ListenAddr()           // validated in New
-	protocol, _ := b.cfg.ListenerProtocol() // validated in New
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("broker: listen: %w", err)
+	if err := b.bindListeners(); err != nil {
+		return err
 	}
-	b.ln = ln
 	overrides, _ := b.cfg.ConnectionOverrides() // validated in New
 	queued := b.cfg.QueuedMaxRequestBytes
 	if queued <= 0 {
@@ -185,14 +181,13 @@ func (b *Broker) start() error {
 		MaxConnectionsPerIPOverrides: overrides,
 		ZeroCopy:                     b.cfg.ZeroCopy,
 		IdleTimeout:                  time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		Listener:                     protocol,
 		Logger:                       b.logger,
-		ConnFilter:                   b.connFilter(protocol),
+		ConnFilter:                   b.connFilter(),
 	}, b)
 	// Join the cluster (a cluster of one without controller.quorum.
 	// voters) before serving: handlers rely on the cluster state. The
-	// listener is bound already: its address is registered, and clients
-	// wait in its backlog meanwhile.
+	// listeners are bound already: their addresses are registered, and
+	// clients wait in their backlogs meanwhile.
 	if err := b.startCluster(); err != nil {
 		return err
 	}
@@ -201,43 +196,22 @@ func (b *Broker) start() error {
 	// without a replica assignment) get one from the controller; serve
 	// once they have it, as a single node always did.
 	b.waitPartitionStates(context.Background(), b.meta.Load().allPartitions())
-	b.wg.Add(2)
-	go func() {
-		defer b.wg.Done()
-		if err := b.server.Serve(ln); err != nil && !b.closed.Load() {
-			b.logger.Error("broker: serve", "err", err)
-		}
-	}()
+	b.serveListeners()
+	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		b.maintain()
 	}()
 	b.startCleaner()
 	b.startQuotas()
-	b.logger.Info("broker: serving", "addr", ln.Addr().String(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
+	b.logger.Info("broker: serving", "addr", b.ln.Addr().String(), "listeners", b.endpoints(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
 	return nil
-}
-
-// advertised is the host and port clients are told to use: the advertised
-// listener if configured, else the bound listener (so port 0 works).
-func (b *Broker) advertised() (string, int32) {
-	if b.cfg.AdvertisedListeners == "" && b.ln != nil {
-		if a, ok := b.ln.Addr().(*net.TCPAddr); ok {
-			host, _, _ := net.SplitHostPort(b.cfg.Listeners[strings.LastIndex(b.cfg.Listeners, "/")+1:])
-			if host == "" || host == "0.0.0.0" || host == "::" {
-				host = a.IP.String()
-			}
-			return host, int32(a.Port)
-		}
-	}
-	host, port, _ := b.cfg.AdvertisedAddr() // validated in New
-	return host, port
 }
 
 // Ready is closed once Start has succeeded.
 func (b *Broker) Ready() <-chan struct{} { return b.ready }
 
-// Addr is the address the listener is bound to, once started.
+// Addr is the address the first listener is bound to, once started.
 func (b *Broker) Addr() string {
 	if b.ln == nil {
 		return ""
@@ -269,8 +243,8 @@ func (b *Broker) shutdown() error {
 	close(b.stopCh)
 	if b.server != nil {
 		errs = append(errs, b.server.Close())
-	} else if b.ln != nil {
-		errs = append(errs, b.ln.Close())
+	} else {
+		b.closeListeners()
 	}
 	b.wg.Wait()
 	b.stopCleaner()

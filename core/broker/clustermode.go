@@ -66,6 +66,10 @@ func (b *Broker) waitForStore() error {
 // startCluster registers the broker and starts the watcher, fetchers and
 // the ISR checks. The listener must be bound (its address is registered).
 func (b *Broker) startCluster() error {
+	ibOpts, err := b.interBrokerOpts()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cs := &clusterState{cancel: cancel}
 	cs.live.Store(&[]cluster.BrokerInfo{})
@@ -75,7 +79,7 @@ func (b *Broker) startCluster() error {
 		MaxWait:           time.Duration(b.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		PartitionMaxBytes: b.cfg.ReplicaFetchMaxBytes,
 		Backoff:           200 * time.Millisecond,
-		Dial:              replica.KgoDialer(fmt.Sprintf("vltava-replica-%d", b.cfg.NodeID)),
+		Dial:              replica.KgoDialer(fmt.Sprintf("vltava-replica-%d", b.cfg.NodeID), ibOpts...),
 		Logger:            b.logger,
 	})
 	b.cl = cs
@@ -84,6 +88,7 @@ func (b *Broker) startCluster() error {
 		NodeID:                   b.cfg.NodeID,
 		Host:                     host,
 		Port:                     port,
+		Endpoints:                b.endpoints(),
 		Rack:                     b.cfg.BrokerRack,
 		SessionTTL:               time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalance:      b.cfg.AutoLeaderRebalanceEnable,

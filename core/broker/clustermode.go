@@ -68,7 +68,14 @@ func (b *Broker) waitForStore() error {
 func (b *Broker) startCluster() error {
 	ibOpts, err := b.interBrokerOpts()
 	if err != nil {
-		return err
+		if !b.ownsStore {
+			return err
+		}
+		// Over its own embedded store the broker is a cluster of one:
+		// no other broker ever registers, its fetchers never dial, and
+		// a single SASL broker needs no inter-broker credentials (as
+		// before every broker ran core/cluster).
+		ibOpts = nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cs := &clusterState{cancel: cancel}

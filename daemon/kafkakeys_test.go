@@ -26,13 +26,20 @@ func TestStockKafkaProperties(t *testing.T) {
 	if cfg.LogDirs != "/tmp/kraft-combined-logs" || cfg.NodeID != 1 {
 		t.Errorf("log.dirs %q node.id %d", cfg.LogDirs, cfg.NodeID)
 	}
-	for _, k := range []string{"num.network.threads", "num.io.threads", "listener.security.protocol.map", "transaction.state.log.min.isr"} {
+	for _, k := range []string{"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "transaction.state.log.min.isr"} {
 		if !slices.Contains(f.ignored, k) {
 			t.Errorf("%s not among the ignored keys %q", k, f.ignored)
 		}
 	}
-	if slices.Contains(f.ignored, "log.retention.hours") {
-		t.Errorf("log.retention.hours reported as ignored")
+	// Named listeners are ours now: the map and the inter-broker
+	// listener name are used, not warned about.
+	for _, k := range []string{"log.retention.hours", "listener.security.protocol.map", "inter.broker.listener.name"} {
+		if slices.Contains(f.ignored, k) {
+			t.Errorf("%s reported as ignored", k)
+		}
+	}
+	if ib, err := cfg.InterBrokerListener(); err != nil || ib.Name != "PLAINTEXT" || ib.Protocol != "PLAINTEXT" {
+		t.Errorf("inter-broker listener %+v, %v; want PLAINTEXT", ib, err)
 	}
 }
 

@@ -135,7 +135,7 @@ func (b Broker) ParseListeners() ([]Listener, error) {
 			return nil, fmt.Errorf("config: advertised.listeners: entry %q: bad port", e)
 		}
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-			return nil, fmt.Errorf("config: advertised.listeners: entry %q: advertise a host clients can dial, not a wildcard", e)
+			return nil, fmt.Errorf("config: advertised.listeners: entry %q: a wildcard is not an address clients can connect to; advertise a host name or address of this machine", e)
 		}
 		out[i].AdvertisedHost, out[i].AdvertisedPort = host, int32(n)
 	}

@@ -34,10 +34,11 @@ type Options struct {
 	// Assignors serve KIP-848 consumer groups, preferred first. Nil means
 	// the built-in ones (uniform, range) in group.consumer.assignors order.
 	Assignors []sdk.Assignor
-	// Cluster is kept for callers written before every broker joined a
-	// cluster; it has no effect: a broker always runs core/cluster, over
-	// Store (several brokers can share one, as tests do) or, without
-	// controller.quorum.voters, over its embedded local store alone.
+	// Cluster says that Store is shared with other brokers (ZooKeeper,
+	// etcd, or one store in tests). A broker always runs core/cluster,
+	// over Store or, without it, over its embedded local store; Cluster
+	// (or controller.quorum.voters) only tells it that other brokers may
+	// join, so that a SASL inter-broker listener needs its credentials.
 	Cluster bool
 	// ObserveRequest, when set, is told of every request the handler table
 	// served: its API key and how long the handler took (a long poll's wait

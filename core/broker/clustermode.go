@@ -63,18 +63,26 @@ func (b *Broker) waitForStore() error {
 	}
 }
 
+// alone reports whether no other broker can join this broker's cluster:
+// it runs over its own embedded store, or over a store handed in without
+// controller.quorum.voters and without Options.Cluster (which a store
+// shared with other brokers, ZooKeeper or etcd, sets).
+func (b *Broker) alone() bool {
+	return b.ownsStore || (b.cfg.ControllerQuorumVoters == "" && !b.opts.Cluster)
+}
+
 // startCluster registers the broker and starts the watcher, fetchers and
 // the ISR checks. The listener must be bound (its address is registered).
 func (b *Broker) startCluster() error {
 	ibOpts, err := b.interBrokerOpts()
 	if err != nil {
-		if !b.ownsStore {
+		if !b.alone() {
 			return err
 		}
-		// Over its own embedded store the broker is a cluster of one:
-		// no other broker ever registers, its fetchers never dial, and
-		// a single SASL broker needs no inter-broker credentials (as
-		// before every broker ran core/cluster).
+		// A cluster of one: no other broker ever registers, its
+		// fetchers never dial, and a single SASL broker needs no
+		// inter-broker credentials (as before every broker ran
+		// core/cluster).
 		ibOpts = nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -115,6 +115,26 @@ func TestAdvertisedListeners(t *testing.T) {
 			t.Errorf("--listen %s: notes %q", listen, f.notes)
 		}
 	}
+	// Named listeners: every wildcard one is advertised at the outward
+	// address, a port-0 one is left to the broker, the others as bound.
+	cfg, err := loadArgs(t, "--override", "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,LOCAL:PLAINTEXT,EPHEMERAL:PLAINTEXT",
+		"--listen", "INTERNAL://:29092,EXTERNAL://0.0.0.0:29093,LOCAL://127.0.0.1:29094,EPHEMERAL://127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	advs := strings.Split(cfg.AdvertisedListeners, ",")
+	if len(advs) != 3 || !strings.HasPrefix(advs[0], "INTERNAL://") || !strings.HasPrefix(advs[1], "EXTERNAL://") || advs[2] != "LOCAL://127.0.0.1:29094" {
+		t.Fatalf("named listeners advertise %q", cfg.AdvertisedListeners)
+	}
+	for i, want := range []string{"29092", "29093"} {
+		_, hp, _ := strings.Cut(advs[i], "://")
+		if host, port, err := net.SplitHostPort(hp); err != nil || port != want || unspecified(host) {
+			t.Errorf("listener %d advertised as %q", i, advs[i])
+		}
+	}
+	if ls, err := cfg.ParseListeners(); err != nil || len(ls) != 4 || ls[3].AdvertisedPort != 0 {
+		t.Errorf("effective listeners %+v, %v", ls, err)
+	}
 	for _, adv := range []string{"0.0.0.0:9092", "PLAINTEXT://:9092"} {
 		if _, err := loadArgs(t, "--advertised", adv); err == nil || !strings.Contains(err.Error(), "not an address clients can connect to") {
 			t.Errorf("--advertised %s: %v", adv, err)
@@ -133,7 +153,7 @@ func TestAdvertisedListeners(t *testing.T) {
 	}
 	// A file whose advertised listener has a port of its own keeps it.
 	p := writeFile(t, "nat.yaml", "listeners: 127.0.0.1:9092\nadvertised.listeners: proxy.test:19092\n")
-	cfg, err := loadArgs(t, "--config", p, "--listen", "127.0.0.1:8000")
+	cfg, err = loadArgs(t, "--config", p, "--listen", "127.0.0.1:8000")
 	if err != nil || cfg.AdvertisedListeners != "proxy.test:19092" {
 		t.Errorf("NAT advertised listener: %q, %v", cfg.AdvertisedListeners, err)
 	}

@@ -20,6 +20,15 @@ func listenerParts(l string) (prefix, host, port string, err error) {
 	return prefix, host, port, err
 }
 
+// listenerName is the name of a listener entry: its prefix, PLAINTEXT
+// for a bare host:port.
+func listenerName(l string) string {
+	if name, _, ok := strings.Cut(strings.TrimSpace(l), "://"); ok {
+		return strings.ToUpper(strings.TrimSpace(name))
+	}
+	return config.ProtocolPlaintext
+}
+
 func firstOf(list string) string { return strings.TrimSpace(strings.Split(list, ",")[0]) }
 
 // followListen is the advertised listener when --listen replaces the
@@ -33,11 +42,19 @@ func followListen(fileListeners, fileAdvertised, listeners string) (adv, note st
 	if err1 != nil || err2 != nil || err3 != nil || advPort != filePort || newPort == filePort {
 		return fileAdvertised, "", nil
 	}
-	rest := ""
-	if i := strings.Index(fileAdvertised, ","); i >= 0 {
-		rest = fileAdvertised[i:]
+	// The other advertised entries stay for the listeners --listen
+	// keeps; those of listeners it dropped (a stock file's CONTROLLER)
+	// go with them.
+	names := map[string]bool{}
+	for _, l := range config.SplitList(listeners) {
+		names[listenerName(l)] = true
 	}
-	adv = prefix + net.JoinHostPort(advHost, newPort) + rest
+	adv = prefix + net.JoinHostPort(advHost, newPort)
+	for _, a := range config.SplitList(fileAdvertised)[1:] {
+		if names[listenerName(a)] {
+			adv += "," + a
+		}
+	}
 	return adv, fmt.Sprintf("advertised.listeners %s from the config file follows --listen to %s (give --advertised to choose)",
 		firstOf(fileAdvertised), firstOf(adv)), nil
 }

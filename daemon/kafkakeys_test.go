@@ -182,3 +182,16 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// TestStockPropertiesFollowListen: --listen over a stock server.properties
+// moves its PLAINTEXT advertised listener and drops the CONTROLLER one,
+// whose listener --listen replaced.
+func TestStockPropertiesFollowListen(t *testing.T) {
+	cfg, err := loadArgs(t, "--config", "testdata/kafka-server.properties", "--listen", "127.0.0.1:8000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AdvertisedListeners != "PLAINTEXT://localhost:8000" {
+		t.Errorf("advertised.listeners %q, want PLAINTEXT://localhost:8000", cfg.AdvertisedListeners)
+	}
+}

@@ -20,6 +20,15 @@ func listenerParts(l string) (prefix, host, port string, err error) {
 	return prefix, host, port, err
 }
 
+// listenerName is the name of a listener entry: its prefix, PLAINTEXT
+// for a bare host:port.
+func listenerName(l string) string {
+	if name, _, ok := strings.Cut(strings.TrimSpace(l), "://"); ok {
+		return strings.ToUpper(strings.TrimSpace(name))
+	}
+	return config.ProtocolPlaintext
+}
+
 func firstOf(list string) string { return strings.TrimSpace(strings.Split(list, ",")[0]) }
 
 // followListen is the advertised listener when --listen replaces the
@@ -33,11 +42,19 @@ func followListen(fileListeners, fileAdvertised, listeners string) (adv, note st
 	if err1 != nil || err2 != nil || err3 != nil || advPort != filePort || newPort == filePort {
 		return fileAdvertised, "", nil
 	}
-	rest := ""
-	if i := strings.Index(fileAdvertised, ","); i >= 0 {
-		rest = fileAdvertised[i:]
+	// The other advertised entries stay for the listeners --listen
+	// keeps; those of listeners it dropped (a stock file's CONTROLLER)
+	// go with them.
+	names := map[string]bool{}
+	for _, l := range config.SplitList(listeners) {
+		names[listenerName(l)] = true
 	}
-	adv = prefix + net.JoinHostPort(advHost, newPort) + rest
+	adv = prefix + net.JoinHostPort(advHost, newPort)
+	for _, a := range config.SplitList(fileAdvertised)[1:] {
+		if names[listenerName(a)] {
+			adv += "," + a
+		}
+	}
 	return adv, fmt.Sprintf("advertised.listeners %s from the config file follows --listen to %s (give --advertised to choose)",
 		firstOf(fileAdvertised), firstOf(adv)), nil
 }
@@ -53,11 +70,12 @@ func unspecified(host string) bool {
 }
 
 // advertise returns the effective advertised.listeners. When it is unset,
-// it is the first listener (left unset for port 0, which only binding
-// settles); a listener bound to every interface (0.0.0.0,
-// ::, or no host) is advertised as this machine's first non-loopback
-// address, and the note says so. An explicit advertised listener that is
-// not routable is an error, as in Kafka.
+// every listener is advertised as it is bound (one on port 0 is left
+// out: only binding settles its port, and the broker advertises what it
+// bound); a listener bound to every interface (0.0.0.0, ::, or no host)
+// is advertised as this machine's first non-loopback address, and the
+// note says so. An explicit advertised listener that is not routable is
+// an error, as in Kafka.
 func advertise(cfg config.Broker) (adv, note string, err error) {
 	if roles, _ := cfg.Roles(); !roles.Broker {
 		return cfg.AdvertisedListeners, "", nil
@@ -72,23 +90,36 @@ func advertise(cfg config.Broker) (adv, note string, err error) {
 		}
 		return cfg.AdvertisedListeners, "", nil
 	}
-	first := firstOf(cfg.Listeners)
-	prefix, host, port, err := listenerParts(first)
-	if err != nil {
-		return "", "", fmt.Errorf("listeners %q: %w", cfg.Listeners, err)
+	var out, wild []string
+	var scope string
+	for _, l := range config.SplitList(cfg.Listeners) {
+		prefix, host, port, err := listenerParts(l)
+		if err != nil {
+			return "", "", fmt.Errorf("listeners %q: %w", cfg.Listeners, err)
+		}
+		switch {
+		case port == "0":
+			// The port is known once bound: the broker advertises
+			// what it bound (core/broker, endpoint).
+		case unspecified(host):
+			var ip string
+			ip, scope = outwardAddress()
+			out = append(out, prefix+net.JoinHostPort(ip, port))
+			wild = append(wild, l)
+		default:
+			out = append(out, l)
+		}
 	}
-	if port == "0" {
-		// The port is known once bound: the broker advertises what it
-		// bound (core/broker, advertised).
-		return "", "", nil
+	adv = strings.Join(out, ",")
+	if len(wild) == 0 {
+		return adv, "", nil
 	}
-	if !unspecified(host) {
-		return first, "", nil
+	verb := "binds"
+	if len(wild) > 1 {
+		verb = "bind"
 	}
-	ip, scope := outwardAddress()
-	adv = prefix + net.JoinHostPort(ip, port)
-	return adv, fmt.Sprintf("listeners %s binds every interface; advertising %s, %s (set advertised.listeners to choose)",
-		first, adv, scope), nil
+	return adv, fmt.Sprintf("listeners %s %s every interface; advertising %s, %s (set advertised.listeners to choose)",
+		strings.Join(wild, ","), verb, adv, scope), nil
 }
 
 // outwardAddress is this machine's first non-loopback unicast address

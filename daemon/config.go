@@ -146,9 +146,8 @@ func (f *serveFlags) load() (config.Broker, error) {
 	if f.nodeID < 0 || int64(f.nodeID) > 1<<31-1 {
 		return config.Broker{}, fmt.Errorf("--node-id %d: out of range", f.nodeID)
 	}
-	if err := cfg.Validate(); err != nil {
-		return config.Broker{}, err
-	}
+	// --listen first moves the file's advertised listener (and drops
+	// those of listeners it replaced), then the result is validated.
 	if listenGiven && !advertisedGiven && fileAdvertised != "" {
 		adv, note, err := followListen(fileListeners, fileAdvertised, cfg.Listeners)
 		if err != nil {
@@ -158,6 +157,9 @@ func (f *serveFlags) load() (config.Broker, error) {
 		if note != "" {
 			f.notes = append(f.notes, note)
 		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return config.Broker{}, err
 	}
 	adv, note, err := advertise(cfg)
 	if err != nil {

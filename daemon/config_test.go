@@ -232,3 +232,34 @@ func TestREADMEExampleConfig(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestREADMESecuredCluster loads the secured cluster's config block of
+// the README, so the documented keys keep parsing and validating.
+func TestREADMESecuredCluster(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "## A secured cluster")
+	_, block, ok2 := strings.Cut(sec, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README has no yaml block under \"## A secured cluster\"")
+	}
+	got, err := loadArgs(t, "--config", writeFile(t, "secure.yaml", block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := got.ParseListeners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, err := got.InterBrokerListener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 2 || !ls[0].TLS() || !ls[1].TLS() || ib.Name != "INTERNAL" || ib.AdvertisedHost != "broker1.example" ||
+		got.ClientAuth() != config.ClientAuthRequired || !got.QuorumTLS() {
+		t.Errorf("listeners %+v, inter-broker %+v, client auth %q, quorum TLS %v", ls, ib, got.ClientAuth(), got.QuorumTLS())
+	}
+}

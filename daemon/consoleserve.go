@@ -39,7 +39,7 @@ func startConsole(cfg config.Broker, m *metrics.Server, b *broker.Broker, in *in
 		store = "raft"
 	}
 	var login func(ctx context.Context, user, password string) (*inspect.Inspector, error)
-	if protocol, _ := cfg.ListenerProtocol(); protocol == config.ProtocolSASLPlaintext {
+	if cfg.HasSASLListener() {
 		login = saslLogin(b, cfg.NodeID)
 	}
 	c, err := console.New(console.Options{

@@ -26,7 +26,7 @@ func TestStockKafkaProperties(t *testing.T) {
 	if cfg.LogDirs != "/tmp/kraft-combined-logs" || cfg.NodeID != 1 {
 		t.Errorf("log.dirs %q node.id %d", cfg.LogDirs, cfg.NodeID)
 	}
-	for _, k := range []string{"num.network.threads", "num.io.threads", "listener.security.protocol.map", "share.coordinator.state.topic.min.isr"} {
+	for _, k := range []string{"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "share.coordinator.state.topic.min.isr"} {
 		if !slices.Contains(f.ignored, k) {
 			t.Errorf("%s not among the ignored keys %q", k, f.ignored)
 		}
@@ -34,8 +34,15 @@ func TestStockKafkaProperties(t *testing.T) {
 	if cfg.TransactionStateLogMinIsr != 1 || cfg.TransactionStateLogReplicationFactor != 1 {
 		t.Errorf("transaction.state.log.min.isr %d, replication.factor %d; want the file's 1 and 1", cfg.TransactionStateLogMinIsr, cfg.TransactionStateLogReplicationFactor)
 	}
-	if slices.Contains(f.ignored, "log.retention.hours") {
-		t.Errorf("log.retention.hours reported as ignored")
+	// Named listeners are ours now: the map and the inter-broker
+	// listener name are used, not warned about.
+	for _, k := range []string{"log.retention.hours", "listener.security.protocol.map", "inter.broker.listener.name"} {
+		if slices.Contains(f.ignored, k) {
+			t.Errorf("%s reported as ignored", k)
+		}
+	}
+	if ib, err := cfg.InterBrokerListener(); err != nil || ib.Name != "PLAINTEXT" || ib.Protocol != "PLAINTEXT" {
+		t.Errorf("inter-broker listener %+v, %v; want PLAINTEXT", ib, err)
 	}
 }
 
@@ -130,6 +137,26 @@ func TestAdvertisedListeners(t *testing.T) {
 			t.Errorf("--listen %s: notes %q", listen, f.notes)
 		}
 	}
+	// Named listeners: every wildcard one is advertised at the outward
+	// address, a port-0 one is left to the broker, the others as bound.
+	cfg, err := loadArgs(t, "--override", "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,LOCAL:PLAINTEXT,EPHEMERAL:PLAINTEXT",
+		"--listen", "INTERNAL://:29092,EXTERNAL://0.0.0.0:29093,LOCAL://127.0.0.1:29094,EPHEMERAL://127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	advs := strings.Split(cfg.AdvertisedListeners, ",")
+	if len(advs) != 3 || !strings.HasPrefix(advs[0], "INTERNAL://") || !strings.HasPrefix(advs[1], "EXTERNAL://") || advs[2] != "LOCAL://127.0.0.1:29094" {
+		t.Fatalf("named listeners advertise %q", cfg.AdvertisedListeners)
+	}
+	for i, want := range []string{"29092", "29093"} {
+		_, hp, _ := strings.Cut(advs[i], "://")
+		if host, port, err := net.SplitHostPort(hp); err != nil || port != want || unspecified(host) {
+			t.Errorf("listener %d advertised as %q", i, advs[i])
+		}
+	}
+	if ls, err := cfg.ParseListeners(); err != nil || len(ls) != 4 || ls[3].AdvertisedPort != 0 {
+		t.Errorf("effective listeners %+v, %v", ls, err)
+	}
 	for _, adv := range []string{"0.0.0.0:9092", "PLAINTEXT://:9092"} {
 		if _, err := loadArgs(t, "--advertised", adv); err == nil || !strings.Contains(err.Error(), "not an address clients can connect to") {
 			t.Errorf("--advertised %s: %v", adv, err)
@@ -148,7 +175,7 @@ func TestAdvertisedListeners(t *testing.T) {
 	}
 	// A file whose advertised listener has a port of its own keeps it.
 	p := writeFile(t, "nat.yaml", "listeners: 127.0.0.1:9092\nadvertised.listeners: proxy.test:19092\n")
-	cfg, err := loadArgs(t, "--config", p, "--listen", "127.0.0.1:8000")
+	cfg, err = loadArgs(t, "--config", p, "--listen", "127.0.0.1:8000")
 	if err != nil || cfg.AdvertisedListeners != "proxy.test:19092" {
 		t.Errorf("NAT advertised listener: %q, %v", cfg.AdvertisedListeners, err)
 	}
@@ -175,5 +202,18 @@ func TestSuggest(t *testing.T) {
 		if got := suggest(in); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestStockPropertiesFollowListen: --listen over a stock server.properties
+// moves its PLAINTEXT advertised listener and drops the CONTROLLER one,
+// whose listener --listen replaced.
+func TestStockPropertiesFollowListen(t *testing.T) {
+	cfg, err := loadArgs(t, "--config", "testdata/kafka-server.properties", "--listen", "127.0.0.1:8000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AdvertisedListeners != "PLAINTEXT://localhost:8000" {
+		t.Errorf("advertised.listeners %q, want PLAINTEXT://localhost:8000", cfg.AdvertisedListeners)
 	}
 }

@@ -270,6 +270,30 @@ func raftStoreConfig(cfg config.Broker, conf map[string]any) (map[string]any, er
 	if cfg.ControllerQuorumListen != "" {
 		setDefault("quorum.listen", cfg.ControllerQuorumListen)
 	}
+	if cfg.QuorumTLS() {
+		// controller.quorum.security.protocol=SSL: mutual TLS between the
+		// quorum's nodes with the broker's own keystore and truststore.
+		for k, v := range map[string]string{
+			"ssl.keystore.location":          cfg.SslKeystoreLocation,
+			"ssl.keystore.certificate.chain": cfg.SslKeystoreCertificateChain,
+			"ssl.keystore.key":               cfg.SslKeystoreKey,
+			"ssl.key.password":               cfg.SslKeyPassword,
+			"ssl.truststore.location":        cfg.SslTruststoreLocation,
+			"ssl.truststore.certificates":    cfg.SslTruststoreCertificates,
+		} {
+			if v != "" {
+				if k == "ssl.keystore.location" || k == "ssl.truststore.location" {
+					if abs, err := filepath.Abs(v); err == nil {
+						v = abs
+					}
+				}
+				setDefault(k, v)
+			}
+		}
+		if strings.TrimSpace(cfg.SslEndpointIdentificationAlgorithm) == "" {
+			setDefault("ssl.endpoint.identification.algorithm", "none")
+		}
+	}
 	roles, err := cfg.Roles()
 	if err != nil {
 		return nil, err

@@ -141,7 +141,15 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		logger.Error("invalid configuration", "err", err)
 		return 1
 	}
-	in := inspect.New(b.Addr, cfg.NodeID)
+	// The inspector (console, metrics) reaches the broker like another
+	// broker would: on the inter-broker listener, with its credentials.
+	// Without credentials (a single broker on a SASL listener) the
+	// console shows no broker data.
+	selfOpts, err := b.InterBrokerClientOpts()
+	if err != nil {
+		logger.Warn("console and metrics cannot query the broker", "err", err)
+	}
+	in := inspect.New(b.InterBrokerAddr, cfg.NodeID, selfOpts...)
 	defer in.Close()
 	bc.SetBroker(b, in)
 	if err := m.Register(bc); err != nil {
@@ -199,18 +207,21 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// checkListen binds the Kafka listener's address for a moment, so that a
-// port in use is reported before the data directory is touched.
+// checkListen binds every Kafka listener's address for a moment, so that
+// a port in use is reported before the data directory is touched.
 func checkListen(cfg config.Broker) error {
-	addr, err := cfg.ListenAddr()
+	ls, err := cfg.ParseListeners()
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listeners %s: %w", addr, err)
+	for _, l := range ls {
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			return fmt.Errorf("listeners %s://%s: %w", l.Name, l.Addr, err)
+		}
+		ln.Close()
 	}
-	return ln.Close()
+	return nil
 }
 
 // isFresh reports whether no data directory holds a broker's files yet

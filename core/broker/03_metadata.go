@@ -21,8 +21,12 @@ func handleMetadata(b *Broker, ctx context.Context, req *wire.Request) (*wire.Re
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	for _, bi := range b.liveBrokers() {
+		host, port, ok := endpointFor(bi, req.Conn)
+		if !ok {
+			continue // no listener of this name there: Kafka leaves it out
+		}
 		broker := kmsg.NewMetadataResponseBroker()
-		broker.NodeID, broker.Host, broker.Port = bi.ID, bi.Host, bi.Port
+		broker.NodeID, broker.Host, broker.Port = bi.ID, host, port
 		if bi.Rack != "" {
 			broker.Rack = kmsg.StringPtr(bi.Rack)
 		}

@@ -33,7 +33,7 @@ func handleFindCoordinator(b *Broker, ctx context.Context, req *wire.Request) (*
 		keys = []string{r.CoordinatorKey}
 	}
 	for _, key := range keys {
-		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, r.CoordinatorType, key))
+		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, req.Conn, r.CoordinatorType, key))
 	}
 	if r.Version < 4 && len(resp.Coordinators) == 1 {
 		c := resp.Coordinators[0]
@@ -43,7 +43,7 @@ func handleFindCoordinator(b *Broker, ctx context.Context, req *wire.Request) (*
 	return reply(resp)
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (b *Broker) findCoordinator(ctx context.Context, conn *wire.ConnInfo, typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID = key, -1
 	fail := func(code int16, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -77,7 +77,11 @@ func (b *Broker) findCoordinator(ctx context.Context, typ int8, key string) kmsg
 	if v.Leader < 0 || !ok {
 		return fail(kerr.CoordinatorNotAvailable.Code, "the coordinator's __consumer_offsets partition has no leader")
 	}
-	c.NodeID, c.Host, c.Port = bi.ID, bi.Host, bi.Port
+	host, port, ok := endpointFor(bi, conn)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable.Code, "the coordinator has no listener named "+conn.Listener)
+	}
+	c.NodeID, c.Host, c.Port = bi.ID, host, port
 	return c
 }
 

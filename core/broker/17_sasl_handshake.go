@@ -46,9 +46,18 @@ func handleSASLHandshake(b *Broker, ctx context.Context, req *wire.Request) (*wi
 		return reply(resp)
 	}
 	sc := b.saslConnFor(req.Conn)
-	if sc.state != saslStart {
+	reauth := sc.state == saslAuthenticated && r.Version >= 1 && b.cfg.ConnectionsMaxReauthMs > 0
+	if sc.state != saslStart && !reauth {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return &wire.Response{Msg: resp, CloseAfter: sc.state != saslAuthenticated}, nil
+	}
+	if reauth && r.Mechanism != sc.mechanism {
+		// KIP-368: re-authentication keeps the mechanism.
+		b.logger.Info("broker: SASL re-authentication with another mechanism refused", "conn", req.Conn.ID,
+			"mechanism", r.Mechanism, "was", sc.mechanism)
+		sc.state = saslFailed
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return &wire.Response{Msg: resp, CloseAfter: true}, nil
 	}
 	mechs, auths, offerErr := b.saslOffer(ctx, req.Conn.Listener)
 	resp.SupportedMechanisms = mechs
@@ -82,6 +91,6 @@ func handleSASLHandshake(b *Broker, ctx context.Context, req *wire.Request) (*wi
 	case err != nil:
 		return nil, fmt.Errorf("broker: SASL %s start: %w", r.Mechanism, err)
 	}
-	sc.state, sc.mechanism, sc.auth, sc.session, sc.active = saslHandshaken, r.Mechanism, auths[i], st.Session, true
+	sc.state, sc.mechanism, sc.auth, sc.session, sc.active, sc.reauth = saslHandshaken, r.Mechanism, auths[i], st.Session, true, reauth
 	return reply(resp)
 }

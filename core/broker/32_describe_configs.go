@@ -63,7 +63,7 @@ func (b *Broker) configEntries(typ kmsg.ConfigResourceType, name string) ([]conf
 			if defaults[v.Name] == v.Value {
 				src = kmsg.ConfigSourceDefaultConfig
 			}
-			out = append(out, configEntry{name: v.Name, value: v.Value, source: src, readOnly: true, typ: config.TypeString})
+			out = append(out, configEntry{name: v.Name, value: v.Value, sensitive: v.Sensitive, source: src, readOnly: true, typ: config.TypeString})
 		}
 		return out, 0, ""
 	default:

@@ -1,8 +1,8 @@
 package broker
 
 // SaslAuthenticate v0-v2 (KIP-152): one SASL token each way, after
-// SaslHandshake. v1 adds SessionLifetimeMs, always 0 here (no KIP-368
-// re-authentication); v2 is flexible.
+// SaslHandshake. v1 adds SessionLifetimeMs: connections.max.reauth.ms
+// when positive (KIP-368, see sasl.go); v2 is flexible.
 //
 // Each request is one Step of the authenticator session the handshake
 // started. Done sets the connection's principal. A rejected client gets
@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,9 +65,25 @@ func handleSASLAuthenticate(b *Broker, ctx context.Context, req *wire.Request) (
 			log.Warn("broker: authenticator reported success without a principal name")
 			return fail(kerr.SaslAuthenticationFailed.Code, "Authentication failed due to an internal error", true)
 		}
+		if sc.reauth && p != req.Conn.Principal {
+			sc.state = saslFailed
+			log.Warn("broker: SASL re-authentication as another principal refused", "principal", p.String(), "was", req.Conn.Principal.String())
+			return fail(kerr.SaslAuthenticationFailed.Code, "Re-authentication must keep the principal", true)
+		}
 		sc.state = saslAuthenticated
 		req.Conn.Principal = p
-		log.Info("broker: SASL authenticated", "principal", p.String())
+		req.Conn.SetAuthenticated(true)
+		sc.expires = time.Time{}
+		if ms := b.cfg.ConnectionsMaxReauthMs; ms > 0 && r.Version >= 1 {
+			resp.SessionLifetimeMillis = ms
+			sc.expires = time.Now().Add(time.Duration(ms) * time.Millisecond)
+		}
+		if sc.reauth {
+			log.Debug("broker: SASL re-authenticated", "principal", p.String())
+		} else {
+			log.Info("broker: SASL authenticated", "principal", p.String())
+		}
+		sc.reauth = false
 		resp.SASLAuthBytes = out.Token
 		return reply(resp)
 	case errors.Is(err, sdk.ErrUnavailable) || ctx.Err() != nil:

@@ -22,6 +22,11 @@ func handleDescribeCluster(b *Broker, ctx context.Context, req *wire.Request) (*
 		}
 	}
 	host, port := b.advertised()
+	for _, e := range b.endpoints() {
+		if req.Conn != nil && e.Name == req.Conn.Listener {
+			host, port = e.Host, e.Port
+		}
+	}
 	br := kmsg.NewDescribeClusterResponseBroker()
 	br.NodeID, br.Host, br.Port = b.cfg.NodeID, host, port
 	if b.cfg.BrokerRack != "" {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,10 +35,11 @@ type Options struct {
 	// Assignors serve KIP-848 consumer groups, preferred first. Nil means
 	// the built-in ones (uniform, range) in group.consumer.assignors order.
 	Assignors []sdk.Assignor
-	// Cluster is kept for callers written before every broker joined a
-	// cluster; it has no effect: a broker always runs core/cluster, over
-	// Store (several brokers can share one, as tests do) or, without
-	// controller.quorum.voters, over its embedded local store alone.
+	// Cluster says that Store is shared with other brokers (ZooKeeper,
+	// etcd, or one store in tests). A broker always runs core/cluster,
+	// over Store or, without it, over its embedded local store; Cluster
+	// (or controller.quorum.voters) only tells it that other brokers may
+	// join, so that a SASL inter-broker listener needs its credentials.
 	Cluster bool
 	// ObserveRequest, when set, is told of every request the handler table
 	// served: its API key and how long the handler took (a long poll's wait
@@ -59,8 +59,9 @@ type Broker struct {
 	ownsStore bool
 	clusterID string
 
-	server *wire.Server
-	ln     net.Listener
+	server    *wire.Server
+	ln        net.Listener // the first listener's
+	listeners []boundListener
 
 	authenticators []sdk.Authenticator
 	// sasl maps a connection ID to its *saslConn (SASL listeners only);
@@ -173,13 +174,9 @@ func (b *Broker) start() error {
 		return err
 	}
 	b.startTxns()
-	addr, _ := b.cfg.ListenAddr()           // validated in New
-	protocol, _ := b.cfg.ListenerProtocol() // validated in New
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("broker: listen: %w", err)
+	if err := b.bindListeners(); err != nil {
+		return err
 	}
-	b.ln = ln
 	overrides, _ := b.cfg.ConnectionOverrides() // validated in New
 	queued := b.cfg.QueuedMaxRequestBytes
 	if queued <= 0 {
@@ -193,14 +190,13 @@ func (b *Broker) start() error {
 		MaxConnectionsPerIPOverrides: overrides,
 		ZeroCopy:                     b.cfg.ZeroCopy,
 		IdleTimeout:                  time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		Listener:                     protocol,
 		Logger:                       b.logger,
-		ConnFilter:                   b.connFilter(protocol),
+		ConnFilter:                   b.connFilter(),
 	}, b)
 	// Join the cluster (a cluster of one without controller.quorum.
 	// voters) before serving: handlers rely on the cluster state. The
-	// listener is bound already: its address is registered, and clients
-	// wait in its backlog meanwhile.
+	// listeners are bound already: their addresses are registered, and
+	// clients wait in their backlogs meanwhile.
 	if err := b.startCluster(); err != nil {
 		return err
 	}
@@ -209,13 +205,8 @@ func (b *Broker) start() error {
 	// without a replica assignment) get one from the controller; serve
 	// once they have it, as a single node always did.
 	b.waitPartitionStates(context.Background(), b.meta.Load().allPartitions())
-	b.wg.Add(2)
-	go func() {
-		defer b.wg.Done()
-		if err := b.server.Serve(ln); err != nil && !b.closed.Load() {
-			b.logger.Error("broker: serve", "err", err)
-		}
-	}()
+	b.serveListeners()
+	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		b.maintain()
@@ -223,30 +214,14 @@ func (b *Broker) start() error {
 	b.startCleaner()
 	b.startQuotas()
 	b.startAuthorizer()
-	b.logger.Info("broker: serving", "addr", ln.Addr().String(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
+	b.logger.Info("broker: serving", "addr", b.ln.Addr().String(), "listeners", b.endpoints(), "data", dir, "node", b.cfg.NodeID, "cluster", b.clusterID)
 	return nil
-}
-
-// advertised is the host and port clients are told to use: the advertised
-// listener if configured, else the bound listener (so port 0 works).
-func (b *Broker) advertised() (string, int32) {
-	if b.cfg.AdvertisedListeners == "" && b.ln != nil {
-		if a, ok := b.ln.Addr().(*net.TCPAddr); ok {
-			host, _, _ := net.SplitHostPort(b.cfg.Listeners[strings.LastIndex(b.cfg.Listeners, "/")+1:])
-			if host == "" || host == "0.0.0.0" || host == "::" {
-				host = a.IP.String()
-			}
-			return host, int32(a.Port)
-		}
-	}
-	host, port, _ := b.cfg.AdvertisedAddr() // validated in New
-	return host, port
 }
 
 // Ready is closed once Start has succeeded.
 func (b *Broker) Ready() <-chan struct{} { return b.ready }
 
-// Addr is the address the listener is bound to, once started.
+// Addr is the address the first listener is bound to, once started.
 func (b *Broker) Addr() string {
 	if b.ln == nil {
 		return ""
@@ -278,8 +253,8 @@ func (b *Broker) shutdown() error {
 	close(b.stopCh)
 	if b.server != nil {
 		errs = append(errs, b.server.Close())
-	} else if b.ln != nil {
-		errs = append(errs, b.ln.Close())
+	} else {
+		b.closeListeners()
 	}
 	b.wg.Wait()
 	b.stopCleaner()

@@ -63,9 +63,28 @@ func (b *Broker) waitForStore() error {
 	}
 }
 
+// alone reports whether no other broker can join this broker's cluster:
+// it runs over its own embedded store, or over a store handed in without
+// controller.quorum.voters and without Options.Cluster (which a store
+// shared with other brokers, ZooKeeper or etcd, sets).
+func (b *Broker) alone() bool {
+	return b.ownsStore || (b.cfg.ControllerQuorumVoters == "" && !b.opts.Cluster)
+}
+
 // startCluster registers the broker and starts the watcher, fetchers and
 // the ISR checks. The listener must be bound (its address is registered).
 func (b *Broker) startCluster() error {
+	ibOpts, err := b.interBrokerOpts()
+	if err != nil {
+		if !b.alone() {
+			return err
+		}
+		// A cluster of one: no other broker ever registers, its
+		// fetchers never dial, and a single SASL broker needs no
+		// inter-broker credentials (as before every broker ran
+		// core/cluster).
+		ibOpts = nil
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cs := &clusterState{cancel: cancel}
 	cs.live.Store(&[]cluster.BrokerInfo{})
@@ -75,7 +94,7 @@ func (b *Broker) startCluster() error {
 		MaxWait:           time.Duration(b.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		PartitionMaxBytes: b.cfg.ReplicaFetchMaxBytes,
 		Backoff:           200 * time.Millisecond,
-		Dial:              replica.KgoDialer(fmt.Sprintf("vltava-replica-%d", b.cfg.NodeID)),
+		Dial:              replica.KgoDialer(fmt.Sprintf("vltava-replica-%d", b.cfg.NodeID), ibOpts...),
 		Logger:            b.logger,
 	})
 	b.cl = cs
@@ -84,6 +103,7 @@ func (b *Broker) startCluster() error {
 		NodeID:                   b.cfg.NodeID,
 		Host:                     host,
 		Port:                     port,
+		Endpoints:                b.endpoints(),
 		Rack:                     b.cfg.BrokerRack,
 		SessionTTL:               time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalance:      b.cfg.AutoLeaderRebalanceEnable,

@@ -11,9 +11,12 @@ type configEntry struct {
 	value    string
 	source   kmsg.ConfigSource
 	readOnly bool
-	typ      config.Type
-	doc      string
-	synonyms []configSynonym
+	// sensitive hides the value (a password, a private key): Kafka
+	// answers it null with IsSensitive.
+	sensitive bool
+	typ       config.Type
+	doc       string
+	synonyms  []configSynonym
 }
 
 type configSynonym struct {
@@ -53,6 +56,9 @@ func (e configEntry) describeConfig(v int16, synonyms, docs bool) kmsg.DescribeC
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	c.Name = e.name
 	c.Value = kmsg.StringPtr(e.value)
+	if e.sensitive {
+		c.Value, c.IsSensitive = nil, true
+	}
 	c.ReadOnly = e.readOnly
 	c.Source = e.source
 	c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig

@@ -20,9 +20,9 @@ import (
 // admitTimeout bounds one filter's answer.
 const admitTimeout = 5 * time.Second
 
-// connFilter returns the wire hook for listener, or nil when no
-// authenticator filters connections.
-func (b *Broker) connFilter(listener string) wire.ConnFilterFunc {
+// connFilter returns the wire hook (told each connection's listener), or
+// nil when no authenticator filters connections.
+func (b *Broker) connFilter() wire.ConnFilterFunc {
 	var filters []sdk.ConnFilter
 	for _, a := range b.authenticators {
 		if f, ok := a.(sdk.ConnFilter); ok {
@@ -32,7 +32,7 @@ func (b *Broker) connFilter(listener string) wire.ConnFilterFunc {
 	if len(filters) == 0 {
 		return nil
 	}
-	return func(ctx context.Context, remote net.Addr) (sdk.Principal, bool, string) {
+	return func(ctx context.Context, remote net.Addr, listener string) (sdk.Principal, bool, string) {
 		ctx, cancel := context.WithTimeout(ctx, admitTimeout)
 		defer cancel()
 		var p sdk.Principal

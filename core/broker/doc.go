@@ -13,15 +13,27 @@
 // the response; a Go error returned by a handler means the connection can
 // not continue (an unparseable or unsupported request) and closes it.
 //
-// # Authentication
+// # Listeners and authentication
 //
-// A SASL_PLAINTEXT listener requires SASL (KIP-43, KIP-152) through the
+// Every entry of listeners is served, named, with its security protocol
+// (listeners.go): PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL. A TLS listener
+// (core/tlsconf builds its crypto/tls config from the ssl.* keys) makes a
+// verified client certificate the principal (ssl.principal.mapping.rules).
+// A SASL listener requires SASL (KIP-43, KIP-152) through the
 // sdk.Authenticators in Options; sasl.go holds the per-connection state
-// machine. Until a connection authenticates only ApiVersions,
-// SaslHandshake (v1; v0 is refused) and SaslAuthenticate are served; any
-// other request closes it. Success sets the connection's principal
-// (wire.ConnInfo.Principal); a failure is answered, then the connection
-// closes. A PLAINTEXT listener leaves every connection sdk.Anonymous.
+// machine, with KIP-368 re-authentication. Until a connection
+// authenticates only ApiVersions, SaslHandshake (v1; v0 is refused) and
+// SaslAuthenticate are served; any other request closes it. Success sets
+// the connection's principal (wire.ConnInfo.Principal); a failure is
+// answered, then the connection closes. A PLAINTEXT listener leaves every
+// connection sdk.Anonymous.
+//
+// Brokers register every listener's advertised address (cluster.Endpoint)
+// and answer Metadata, FindCoordinator and DescribeCluster with the
+// addresses of the listener the client is connected to. Replica fetchers
+// dial the inter-broker listener with its security (interbroker.go): the
+// broker's keystore as client certificate, and/or SASL with
+// sasl.mechanism.inter.broker.protocol and inter.broker.sasl.username.
 //
 // # Authorization
 //

@@ -1,17 +1,28 @@
 package broker
 
-// Per-connection SASL state (KIP-43, KIP-152). On a SASL_PLAINTEXT
-// listener a connection moves through
+// Per-connection SASL state (KIP-43, KIP-152, KIP-368). On a SASL
+// listener (SASL_PLAINTEXT, SASL_SSL) a connection moves through
 //
 //	start ──SaslHandshake──▶ handshaken ──SaslAuthenticate*──▶ authenticated
-//	                                     └──────────────────▶ failed (closed)
+//	                          ▲          └──────────────────▶ failed (closed)
+//	                          └──── SaslHandshake v1 (re-authentication) ──┘
 //
 // Before it is authenticated only ApiVersions, SaslHandshake and
 // SaslAuthenticate are served; any other request closes the connection,
-// as Kafka does. A failed handshake or authentication answers with its
-// error code and then closes the connection. Authentication is never
-// redone on a connection (SessionLifetimeMs is 0: no KIP-368
-// re-authentication).
+// as Kafka does, and frames are capped at sasl.server.max.receive.size
+// (core/wire). A failed handshake or authentication answers with its
+// error code and then closes the connection.
+//
+// KIP-368: with connections.max.reauth.ms positive, a SaslAuthenticate
+// v1+ success answers SessionLifetimeMs = connections.max.reauth.ms and
+// the session expires then; the client re-authenticates on the same
+// connection (SaslHandshake v1 with the same mechanism, then
+// SaslAuthenticate, as the same principal). A request other than
+// SaslHandshake, SaslAuthenticate or ApiVersions after expiry closes the
+// connection. Clients that authenticated with SaslAuthenticate v0 cannot
+// re-authenticate and get no lifetime, as in Kafka. With
+// connections.max.reauth.ms 0 (the default) a second SaslHandshake is
+// answered ILLEGAL_SASL_STATE.
 
 import (
 	"context"
@@ -46,6 +57,11 @@ type saslConn struct {
 	// has not returned Done or an authentication failure), so End is due
 	// if the connection closes.
 	active bool
+	// reauth: this conversation re-authenticates an authenticated
+	// connection (KIP-368); its principal must not change.
+	reauth bool
+	// expires is when the authenticated session ends (zero: never).
+	expires time.Time
 }
 
 // endTimeout bounds the End call made when a connection closes mid
@@ -55,7 +71,7 @@ const endTimeout = 2 * time.Second
 // saslListener reports whether conn arrived on a listener that requires
 // SASL authentication.
 func saslListener(conn *wire.ConnInfo) bool {
-	return conn != nil && conn.Listener == config.ProtocolSASLPlaintext
+	return conn != nil && config.IsSASLProtocol(conn.Protocol)
 }
 
 // saslConnFor returns the connection's SASL state, creating it.
@@ -74,10 +90,15 @@ func (b *Broker) checkAuthenticated(req *wire.Request) error {
 	case 17, 18, 36: // SaslHandshake, ApiVersions, SaslAuthenticate
 		return nil
 	}
-	if v, ok := b.sasl.Load(req.Conn.ID); ok && v.(*saslConn).state == saslAuthenticated {
-		return nil
+	v, ok := b.sasl.Load(req.Conn.ID)
+	if !ok || v.(*saslConn).state != saslAuthenticated {
+		return fmt.Errorf("broker: api key %d before SASL authentication on a %s listener", req.Key, req.Conn.Listener)
 	}
-	return fmt.Errorf("broker: api key %d before SASL authentication on a %s listener", req.Key, req.Conn.Listener)
+	if sc := v.(*saslConn); !sc.expires.IsZero() && time.Now().After(sc.expires) {
+		return fmt.Errorf("broker: api key %d after the SASL session of %s expired (connections.max.reauth.ms) without re-authentication",
+			req.Key, req.Conn.Principal)
+	}
+	return nil
 }
 
 // ConnClosed drops the connection's SASL state and ends a conversation the
@@ -124,9 +145,19 @@ func (b *Broker) saslOffer(ctx context.Context, listener string) (mechs []string
 // checkSASLConfig runs at startup: a SASL listener needs an authenticator,
 // and every enabled mechanism must be offered by one.
 func (b *Broker) checkSASLConfig(ctx context.Context) error {
-	proto, err := b.cfg.ListenerProtocol()
-	if err != nil || proto != config.ProtocolSASLPlaintext {
+	ls, err := b.cfg.ParseListeners()
+	if err != nil {
 		return err
+	}
+	proto := ""
+	for _, l := range ls {
+		if l.SASL() {
+			proto = l.Name
+			break
+		}
+	}
+	if proto == "" {
+		return nil
 	}
 	if len(b.authenticators) == 0 {
 		return fmt.Errorf("broker: listener %s needs an authenticator and none is configured", proto)

@@ -20,9 +20,12 @@ import (
 // is required; zero values pick Kafka's defaults.
 type Config struct {
 	NodeID int32
-	Host   string
-	Port   int32
-	Rack   string // broker.rack
+	// Host and Port are the inter-broker listener's advertised address
+	// (replica fetchers dial it); Endpoints every advertised listener.
+	Host      string
+	Port      int32
+	Endpoints []Endpoint
+	Rack      string // broker.rack
 
 	// SessionTTL is broker.session.timeout.ms: how long a silent broker
 	// keeps its registration and leaderships (default 9s, Kafka's).
@@ -257,7 +260,7 @@ func (n *Node) retry(ctx context.Context, what string, fn func() error) error {
 // died and its session must expire first), as Kafka refuses a duplicate
 // broker registration.
 func (n *Node) register(ctx context.Context) error {
-	info := BrokerInfo{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Rack: n.cfg.Rack, Incarnation: n.incarnation}
+	info := BrokerInfo{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Endpoints: n.cfg.Endpoints, Rack: n.cfg.Rack, Incarnation: n.incarnation}
 	raw, _ := json.Marshal(info)
 	lastLog := time.Time{}
 	b := newBackoff()

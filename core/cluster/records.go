@@ -64,16 +64,50 @@ func parseBrokerKey(key string) (int32, bool) {
 // BrokerInfo is a live broker's registration, the value of the ephemeral
 // /brokers/<id> key.
 type BrokerInfo struct {
-	ID   int32  `json:"id"`
+	ID int32 `json:"id"`
+	// Host and Port are the inter-broker listener's advertised address.
 	Host string `json:"host"`
 	Port int32  `json:"port"`
-	Rack string `json:"rack"`
+	// Endpoints are every advertised listener (Kafka's broker
+	// registration endpoints); a registration without them (written
+	// before listeners were named) has only Host and Port.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	Rack      string     `json:"rack"`
 	// Incarnation is random per Node: a registration left by an earlier
 	// process of the same broker has a different one.
 	Incarnation string `json:"incarnation"`
 	// ShuttingDown is set by a controlled shutdown: the controller moves
 	// the broker's leaderships away and takes it out of every ISR.
 	ShuttingDown bool `json:"shutting_down"`
+}
+
+// Endpoint is one advertised listener of a broker.
+type Endpoint struct {
+	Name     string `json:"name"`     // listener name
+	Protocol string `json:"protocol"` // security protocol
+	Host     string `json:"host"`
+	Port     int32  `json:"port"`
+}
+
+// Endpoint returns the broker's endpoint on the named listener. A
+// registration without endpoints answers its Host and Port for any name.
+func (bi BrokerInfo) Endpoint(listener string) (host string, port int32, ok bool) {
+	if len(bi.Endpoints) == 0 {
+		return bi.Host, bi.Port, true
+	}
+	for _, e := range bi.Endpoints {
+		if e.Name == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
+}
+
+// Equal reports whether two registrations are the same.
+func (bi BrokerInfo) Equal(o BrokerInfo) bool {
+	return bi.ID == o.ID && bi.Host == o.Host && bi.Port == o.Port && bi.Rack == o.Rack &&
+		bi.Incarnation == o.Incarnation && bi.ShuttingDown == o.ShuttingDown &&
+		slices.Equal(bi.Endpoints, o.Endpoints)
 }
 
 // TopicRecord is the JSON value of /topics/<name>. Writers that change

@@ -222,7 +222,7 @@ func (v *view) applyTopic(ev *sdk.WatchEvent, c *change) error {
 // the events between them would have.
 func diff(old, cur *view) change {
 	var c change
-	if !maps.EqualFunc(old.brokers, cur.brokers, func(a, b brokerEntry) bool { return a.info == b.info }) {
+	if !maps.EqualFunc(old.brokers, cur.brokers, func(a, b brokerEntry) bool { return a.info.Equal(b.info) }) {
 		c.brokers = true
 	}
 	if old.controller != cur.controller {

@@ -6,7 +6,6 @@ package config
 import (
 	"fmt"
 	"math"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -15,12 +14,16 @@ import (
 // Broker is a broker's configuration. The mapstructure tags are Kafka's
 // broker config names; a config file uses exactly these keys.
 type Broker struct {
-	NodeID              int32  `mapstructure:"node.id"`
-	Listeners           string `mapstructure:"listeners"`            // host:port, PLAINTEXT://host:port or SASL_PLAINTEXT://host:port
-	AdvertisedListeners string `mapstructure:"advertised.listeners"` // empty: same as listeners
-	LogDirs             string `mapstructure:"log.dirs"`             // data directory
-	ClusterID           string `mapstructure:"cluster.id"`           // empty: generated once and kept in the data dir
-	BrokerRack          string `mapstructure:"broker.rack"`
+	NodeID int32 `mapstructure:"node.id"`
+	// Listeners, AdvertisedListeners, ListenerSecurityProtocolMap and
+	// InterBrokerListenerName are Kafka's listener keys; see listeners.go.
+	Listeners                   string `mapstructure:"listeners"`            // NAME://host:port,...; a bare host:port is PLAINTEXT
+	AdvertisedListeners         string `mapstructure:"advertised.listeners"` // NAME://host:port per listener; unnamed ones advertise their bound address
+	ListenerSecurityProtocolMap string `mapstructure:"listener.security.protocol.map"`
+	InterBrokerListenerName     string `mapstructure:"inter.broker.listener.name"` // empty: the first listener
+	LogDirs                     string `mapstructure:"log.dirs"`                   // data directory
+	ClusterID                   string `mapstructure:"cluster.id"`                 // empty: generated once and kept in the data dir
+	BrokerRack                  string `mapstructure:"broker.rack"`
 
 	NumPartitions            int32 `mapstructure:"num.partitions"`
 	DefaultReplicationFactor int16 `mapstructure:"default.replication.factor"`
@@ -50,6 +53,35 @@ type Broker struct {
 	// ZeroCopy sends fetched records with sendfile on plaintext listeners.
 	// It has no Kafka counterpart; turning it off exists for measurement.
 	ZeroCopy bool `mapstructure:"zero.copy.enable"`
+
+	// TLS (security.go). Kafka's keys; only PEM keystores and truststores
+	// (ssl.keystore.type=PEM), as files or inline.
+	SslKeystoreType                    string `mapstructure:"ssl.keystore.type"`
+	SslKeystoreLocation                string `mapstructure:"ssl.keystore.location"`          // PEM: certificate chain and private key
+	SslKeystoreCertificateChain        string `mapstructure:"ssl.keystore.certificate.chain"` // inline PEM instead of a file
+	SslKeystoreKey                     string `mapstructure:"ssl.keystore.key" sensitive:"true"`
+	SslKeyPassword                     string `mapstructure:"ssl.key.password" sensitive:"true"` // for a legacy-encrypted PEM key
+	SslTruststoreType                  string `mapstructure:"ssl.truststore.type"`
+	SslTruststoreLocation              string `mapstructure:"ssl.truststore.location"`     // PEM CA certificates
+	SslTruststoreCertificates          string `mapstructure:"ssl.truststore.certificates"` // inline PEM instead of a file
+	SslClientAuth                      string `mapstructure:"ssl.client.auth"`             // none, requested or required
+	SslPrincipalMappingRules           string `mapstructure:"ssl.principal.mapping.rules"`
+	SslEndpointIdentificationAlgorithm string `mapstructure:"ssl.endpoint.identification.algorithm"` // "https" checks peer host names; "" does not
+
+	// SASL on the listeners and between brokers.
+	SaslServerMaxReceiveSize int32 `mapstructure:"sasl.server.max.receive.size"`
+	ConnectionsMaxReauthMs   int64 `mapstructure:"connections.max.reauth.ms"`
+	// SaslMechanismInterBrokerProtocol is the mechanism brokers use on a
+	// SASL inter-broker listener (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)
+	// with InterBrokerSaslUsername and InterBrokerSaslPassword: Vltava's
+	// keys in place of Kafka's listener.name.<l>.<mech>.sasl.jaas.config.
+	SaslMechanismInterBrokerProtocol string `mapstructure:"sasl.mechanism.inter.broker.protocol"`
+	InterBrokerSaslUsername          string `mapstructure:"inter.broker.sasl.username"`
+	InterBrokerSaslPassword          string `mapstructure:"inter.broker.sasl.password" sensitive:"true"`
+	// ControllerQuorumSecurityProtocol secures the raft quorum port:
+	// PLAINTEXT (default) or SSL, mutual TLS between every node of the
+	// quorum with the broker's ssl.keystore.* and ssl.truststore.*.
+	ControllerQuorumSecurityProtocol string `mapstructure:"controller.quorum.security.protocol"`
 	// MetricsListen is the host:port of the HTTP listener serving
 	// /metrics, /healthz and /readyz (daemon/metrics); empty turns it off.
 	// Vltava's own key (Kafka exports through JMX).
@@ -210,27 +242,6 @@ func SplitList(s string) []string {
 	return out
 }
 
-// Listener security protocols (Kafka's names) that listeners may use.
-const (
-	ProtocolPlaintext     = "PLAINTEXT"      // no authentication
-	ProtocolSASLPlaintext = "SASL_PLAINTEXT" // SASL authentication, no TLS
-)
-
-// ListenerProtocol is the security protocol of the first listener:
-// PLAINTEXT when it has no "PROTOCOL://" prefix.
-func (b Broker) ListenerProtocol() (string, error) {
-	first := strings.TrimSpace(strings.Split(b.Listeners, ",")[0])
-	name, _, ok := strings.Cut(first, "://")
-	if !ok {
-		return ProtocolPlaintext, nil
-	}
-	switch p := strings.ToUpper(name); p {
-	case ProtocolPlaintext, ProtocolSASLPlaintext:
-		return p, nil
-	}
-	return "", fmt.Errorf("config: listener %q: only PLAINTEXT and SASL_PLAINTEXT are supported so far", first)
-}
-
 // SASLMechanisms returns sasl.enabled.mechanisms as a list (nil when
 // empty, meaning every mechanism the authenticators offer).
 func (b Broker) SASLMechanisms() []string {
@@ -252,36 +263,43 @@ const DefaultMetricsListen = "127.0.0.1:9644"
 // choices: listen on 127.0.0.1:9092, data in ./data, topics auto-created.
 func DefaultBroker() Broker {
 	return Broker{
-		NodeID:                      1,
-		Listeners:                   "127.0.0.1:9092",
-		LogDirs:                     "./data",
-		NumPartitions:               1,
-		DefaultReplicationFactor:    1,
-		AutoCreateTopicsEnable:      true,
-		DeleteTopicEnable:           true,
-		MessageMaxBytes:             1048588,
-		SocketRequestMaxBytes:       100 * 1024 * 1024,
-		ConnectionsMaxIdleMs:        600000,
-		QueuedMaxRequestBytes:       256 << 20,
-		MaxConnectionsPerIP:         math.MaxInt32,
-		ZeroCopy:                    true,
-		MetricsListen:               DefaultMetricsListen,
-		ConsoleEnable:               true,
-		QuotaWindowNum:              11,
-		QuotaWindowSizeSeconds:      1,
-		LogSegmentBytes:             1 << 30,
-		LogRollMs:                   7 * 24 * 3600 * 1000,
-		LogRetentionMs:              7 * 24 * 3600 * 1000,
-		LogRetentionBytes:           -1,
-		LogIndexIntervalBytes:       4096,
-		LogFlushIntervalMessages:    math.MaxInt64,
-		LogFlushIntervalMs:          math.MaxInt64,
-		LogRetentionCheckIntervalMs: 300000,
-		LogMessageTimestampType:     "CreateTime",
-		LogCleanupPolicy:            "delete",
-		LogCleanerDeleteRetentionMs: 86400000,
-		MinInsyncReplicas:           1,
-		CompressionType:             "producer",
+		NodeID:                             1,
+		Listeners:                          "127.0.0.1:9092",
+		LogDirs:                            "./data",
+		NumPartitions:                      1,
+		DefaultReplicationFactor:           1,
+		AutoCreateTopicsEnable:             true,
+		DeleteTopicEnable:                  true,
+		MessageMaxBytes:                    1048588,
+		SocketRequestMaxBytes:              100 * 1024 * 1024,
+		ConnectionsMaxIdleMs:               600000,
+		QueuedMaxRequestBytes:              256 << 20,
+		MaxConnectionsPerIP:                math.MaxInt32,
+		ZeroCopy:                           true,
+		SslKeystoreType:                    "PEM",
+		SslTruststoreType:                  "PEM",
+		SslClientAuth:                      "none",
+		SslPrincipalMappingRules:           "DEFAULT",
+		SaslServerMaxReceiveSize:           524288,
+		SslEndpointIdentificationAlgorithm: "https",
+		ControllerQuorumSecurityProtocol:   "PLAINTEXT",
+		MetricsListen:                      DefaultMetricsListen,
+		ConsoleEnable:                      true,
+		QuotaWindowNum:                     11,
+		QuotaWindowSizeSeconds:             1,
+		LogSegmentBytes:                    1 << 30,
+		LogRollMs:                          7 * 24 * 3600 * 1000,
+		LogRetentionMs:                     7 * 24 * 3600 * 1000,
+		LogRetentionBytes:                  -1,
+		LogIndexIntervalBytes:              4096,
+		LogFlushIntervalMessages:           math.MaxInt64,
+		LogFlushIntervalMs:                 math.MaxInt64,
+		LogRetentionCheckIntervalMs:        300000,
+		LogMessageTimestampType:            "CreateTime",
+		LogCleanupPolicy:                   "delete",
+		LogCleanerDeleteRetentionMs:        86400000,
+		MinInsyncReplicas:                  1,
+		CompressionType:                    "producer",
 
 		LogCleanerEnable:              true,
 		LogCleanerMinCleanableRatio:   0.5,
@@ -322,50 +340,9 @@ func DefaultBroker() Broker {
 	}
 }
 
-// ListenAddr is the host:port of the first listener.
-func (b Broker) ListenAddr() (string, error) { return firstListener(b.Listeners) }
-
-// AdvertisedAddr is the host and port clients are told to connect to.
-func (b Broker) AdvertisedAddr() (host string, port int32, err error) {
-	l := b.AdvertisedListeners
-	if l == "" {
-		l = b.Listeners
-	}
-	addr, err := firstListener(l)
-	if err != nil {
-		return "", 0, err
-	}
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("config: advertised listener %q: %w", addr, err)
-	}
-	n, err := strconv.ParseInt(p, 10, 32)
-	if err != nil {
-		return "", 0, fmt.Errorf("config: advertised listener %q: bad port", addr)
-	}
-	return h, int32(n), nil
-}
-
-func firstListener(s string) (string, error) {
-	first := strings.TrimSpace(strings.Split(s, ",")[0])
-	if name, addr, ok := strings.Cut(first, "://"); ok {
-		if !strings.EqualFold(name, ProtocolPlaintext) && !strings.EqualFold(name, ProtocolSASLPlaintext) {
-			return "", fmt.Errorf("config: listener %q: only PLAINTEXT and SASL_PLAINTEXT are supported so far", first)
-		}
-		first = addr
-	}
-	if _, _, err := net.SplitHostPort(first); err != nil {
-		return "", fmt.Errorf("config: listener %q: %w", first, err)
-	}
-	return first, nil
-}
-
 // Validate reports the first setting that cannot work, naming its key.
 func (b Broker) Validate() error {
-	if _, err := b.ListenAddr(); err != nil {
-		return err
-	}
-	if _, _, err := b.AdvertisedAddr(); err != nil {
+	if err := b.validateSecurity(); err != nil {
 		return err
 	}
 	checks := []struct {

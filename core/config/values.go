@@ -11,6 +11,9 @@ import (
 type Value struct {
 	Name  string
 	Value string
+	// Sensitive marks a secret (a password, a private key): Value is
+	// empty, as Kafka hides such values from DescribeConfigs.
+	Sensitive bool
 }
 
 // BrokerValues lists every broker config key with its value, sorted by key.
@@ -21,6 +24,10 @@ func BrokerValues(b Broker) []Value {
 	for i := 0; i < t.NumField(); i++ {
 		key := t.Field(i).Tag.Get("mapstructure")
 		if key == "" || key == "-" {
+			continue
+		}
+		if t.Field(i).Tag.Get("sensitive") == "true" {
+			out = append(out, Value{Name: key, Sensitive: true})
 			continue
 		}
 		out = append(out, Value{Name: key, Value: formatValue(v.Field(i))})

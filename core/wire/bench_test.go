@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -92,5 +93,39 @@ func BenchmarkProduceFrameRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkFetchFrameSendTLS is BenchmarkFetchFrameSend over TLS (always
+// the copying path, plus encryption), to compare with plaintext.
+func BenchmarkFetchFrameSendTLS(b *testing.B) {
+	const rangeLen = 1 << 20
+	f, _ := segmentFile(b, 16<<20)
+	fx := newTLSFixture(b)
+	var done atomic.Int64
+	_, addr, _ := startTLSServer(b, ListenerConfig{Name: "SSL", TLS: fx.serverConfig(b, "none")}, fetchHandler(f, &done))
+	c, err := dialTLS(b, addr, fx.clientConfig(b, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.SetDeadline(time.Time{})
+	var reqs [][]byte
+	for i := range 16 {
+		reqs = append(reqs, frame(fetchRequest(16, []span{{int64(i) * rangeLen, rangeLen}}), int32(i), "bench"))
+	}
+	buf := make([]byte, 2*rangeLen)
+	b.SetBytes(rangeLen)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := c.Write(reqs[i%len(reqs)]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:4]); err != nil {
+			b.Fatal(err)
+		}
+		n := binary.BigEndian.Uint32(buf)
+		if _, err := io.ReadFull(c, buf[:n]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

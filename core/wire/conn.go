@@ -43,6 +43,7 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	info   *ConnInfo
+	lc     *ListenerConfig // the listener's; shared, read-only
 	log    *slog.Logger
 	ctx    context.Context // canceled by close
 	cancel context.CancelFunc
@@ -66,10 +67,10 @@ type conn struct {
 	closeOnce sync.Once
 }
 
-func newConn(s *Server, nc net.Conn, info *ConnInfo) *conn {
+func newConn(s *Server, nc net.Conn, info *ConnInfo, lc *ListenerConfig) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
-		s: s, nc: nc, info: info, ctx: ctx, cancel: cancel,
+		s: s, nc: nc, info: info, lc: lc, ctx: ctx, cancel: cancel,
 		log:  s.log.With("conn", info.ID, "remote", info.Remote.String(), "listener", info.Listener),
 		reqs: make(chan *Request, 1),
 		w:    newWriter(nc, s.cfg.ZeroCopy, s.cfg.IdleTimeout, &s.stats),
@@ -202,6 +203,9 @@ func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err 
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n > c.s.cfg.MaxRequestBytes || n < minHeaderBytes {
 		return nil, 0, fmt.Errorf("%w: %d bytes (max %d, min %d)", errFrameSize, n, c.s.cfg.MaxRequestBytes, minHeaderBytes)
+	}
+	if pre := c.preAuthMax(); pre > 0 && n > pre && !c.info.Authenticated() {
+		return nil, 0, fmt.Errorf("%w: %d bytes before authentication (max %d, sasl.server.max.receive.size)", errFrameSize, n, pre)
 	}
 	// The frame is charged the size of the buffer it will end in.
 	charge := int64(payloadCap(int(n)))

@@ -175,5 +175,21 @@
 // Config.ZeroCopy set, each FileRange is sent with positioned sendfile(2)
 // (the offset is passed explicitly, so the file's shared offset never moves
 // and concurrent fetches of one file do not interfere); otherwise the range
-// is read with pread and copied into the socket.
+// is read with pread and copied into the socket. TLS connections always
+// copy: the bytes must pass through crypto/tls (no kernel TLS).
+//
+// # Listeners and TLS
+//
+// ServeListener serves a listener described by a ListenerConfig: its name
+// and security protocol (copied into every ConnInfo), and optionally TLS.
+// A TLS connection is counted against the connection limits at accept,
+// then completes its handshake on its own goroutine within
+// TLSHandshakeTimeout before any frame is read; a failed handshake (no or
+// an untrusted client certificate when one is required, a plaintext
+// client) is logged and closes the connection. A verified client
+// certificate is mapped to ConnInfo.Principal by ListenerConfig.Principal.
+// PreAuthMaxRequestBytes caps frames until the Handler calls
+// ConnInfo.SetAuthenticated(true) (sasl.server.max.receive.size on SASL
+// listeners), so an unauthenticated peer cannot make the server reserve
+// socket.request.max.bytes.
 package wire

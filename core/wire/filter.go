@@ -11,7 +11,7 @@ import (
 // byte is read from it (Config.ConnFilter). ok false refuses it; reason
 // is logged. A non-zero principal becomes the connection's principal.
 // ctx ends when the server closes; the func bounds its own wait.
-type ConnFilterFunc func(ctx context.Context, remote net.Addr) (principal sdk.Principal, ok bool, reason string)
+type ConnFilterFunc func(ctx context.Context, remote net.Addr, listener string) (principal sdk.Principal, ok bool, reason string)
 
 // admit runs Config.ConnFilter on a new connection, on the connection's
 // own goroutine so a slow filter holds up no other accept. A refused
@@ -21,7 +21,7 @@ func (c *conn) admit() bool {
 	if f == nil {
 		return true
 	}
-	p, ok, reason := f(c.ctx, c.info.Remote)
+	p, ok, reason := f(c.ctx, c.info.Remote, c.info.Listener)
 	if !ok {
 		c.log.Warn("wire: connection refused on accept", "reason", reason)
 		c.cancel()

@@ -21,7 +21,7 @@ func TestConnFilter(t *testing.T) {
 		r.Version = req.Version
 		return &Response{Msg: r}, nil
 	})
-	filter := func(_ context.Context, remote net.Addr) (sdk.Principal, bool, string) {
+	filter := func(_ context.Context, remote net.Addr, _ string) (sdk.Principal, bool, string) {
 		if remote.(*net.TCPAddr).IP.Equal(net.IPv4(127, 0, 0, 2)) {
 			return sdk.Principal{}, false, "rule 1: deny 127.0.0.2/32"
 		}

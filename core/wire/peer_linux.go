@@ -3,6 +3,7 @@
 package wire
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"syscall"
@@ -17,6 +18,9 @@ import (
 // after sending bytes that are still unread is not detected (the reader
 // sees its close when it reads them).
 func peerGone(nc net.Conn) bool {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return false

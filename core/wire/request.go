@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -58,13 +60,32 @@ type ConnInfo struct {
 	ID       uint64 // unique per Server, starting at 1
 	Remote   net.Addr
 	Local    net.Addr
-	Listener string // Config.Listener
+	Listener string // the listener's name (ListenerConfig.Name, Config.Listener for Serve)
+	// Protocol is the listener's security protocol (PLAINTEXT, SSL,
+	// SASL_PLAINTEXT, SASL_SSL).
+	Protocol string
+	// TLS is the connection's completed handshake; nil on plaintext
+	// listeners.
+	TLS *tls.ConnectionState
 	// Principal is who the connection acts as: sdk.Anonymous until the
 	// Handler authenticates it (SASL) and sets it. Only the Handler writes
 	// it, from Handle, which runs for one request of a connection at a
 	// time; the server itself never reads it after setup.
 	Principal sdk.Principal
+
+	// authenticated lifts ListenerConfig.PreAuthMaxRequestBytes; see
+	// SetAuthenticated.
+	authenticated atomic.Bool
 }
+
+// SetAuthenticated tells the server that the connection has (true) or no
+// longer has (false) an authenticated session, so frames before
+// authentication are capped by ListenerConfig.PreAuthMaxRequestBytes.
+// The Handler calls it; frames already read are not re-checked.
+func (c *ConnInfo) SetAuthenticated(ok bool) { c.authenticated.Store(ok) }
+
+// Authenticated reports what SetAuthenticated last set.
+func (c *ConnInfo) Authenticated() bool { return c.authenticated.Load() }
 
 // DecodeRequest decodes one request payload: the bytes of a frame after its
 // 4-byte size. The returned Request has no Conn. Errors wrap ErrMalformed.

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
@@ -187,9 +189,48 @@ func NewServer(cfg Config, h Handler) *Server {
 	}
 }
 
+// ListenerConfig describes one listener of the server (ServeListener):
+// its name, security protocol and TLS.
+type ListenerConfig struct {
+	// Name is the listener name in ConnInfo ("PLAINTEXT", "INTERNAL").
+	Name string
+	// Protocol is the security protocol in ConnInfo; empty means
+	// PLAINTEXT, or SSL with TLS set.
+	Protocol string
+	// TLS, when set, makes every connection a TLS server connection: the
+	// handshake completes (within TLSHandshakeTimeout) before any request
+	// is read, and a failed handshake closes the connection with a log
+	// line. Responses are then copied, never sent with sendfile.
+	TLS *tls.Config
+	// Principal, when set, maps the verified client certificate of a TLS
+	// connection to its principal; an error refuses the connection (log
+	// line). Without a client certificate the principal stays
+	// sdk.Anonymous.
+	Principal func(*x509.Certificate) (sdk.Principal, error)
+	// PreAuthMaxRequestBytes, when positive, caps request frames until the
+	// Handler calls ConnInfo.SetAuthenticated(true) (SASL listeners:
+	// sasl.server.max.receive.size); larger ones close the connection.
+	PreAuthMaxRequestBytes int32
+}
+
+// TLSHandshakeTimeout bounds a TLS handshake on accept.
+const TLSHandshakeTimeout = 10 * time.Second
+
 // Serve accepts connections on l until Close, then returns ErrServerClosed.
-// It closes l. Serve may be called for several listeners.
+// It closes l. Serve may be called for several listeners. Its
+// connections are plaintext, named Config.Listener.
 func (s *Server) Serve(l net.Listener) error {
+	return s.ServeListener(l, ListenerConfig{Name: s.cfg.Listener})
+}
+
+// ServeListener is Serve for a listener described by lc.
+func (s *Server) ServeListener(l net.Listener, lc ListenerConfig) error {
+	if lc.Protocol == "" {
+		lc.Protocol = "PLAINTEXT"
+		if lc.TLS != nil {
+			lc.Protocol = "SSL"
+		}
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -236,13 +277,13 @@ func (s *Server) Serve(l net.Listener) error {
 			s.log.Info("wire: accepting again", "failed_accepts", failures)
 		}
 		backoff, failures = 0, 0
-		s.startConn(nc)
+		s.startConn(nc, &lc)
 	}
 }
 
 // startConn registers nc and starts its goroutines, or closes it if the
 // server is closed.
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, lc *ListenerConfig) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -254,25 +295,31 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		s.stats.refused.Add(1)
 		s.refusedLog.log(s.log, slog.LevelWarn, "wire: connection refused: "+why,
-			"remote", nc.RemoteAddr().String(), "listener", s.cfg.Listener, "open", len(s.conns))
+			"remote", nc.RemoteAddr().String(), "listener", lc.Name, "open", len(s.conns))
 		return
 	}
 	info := &ConnInfo{
 		ID:        s.nextID.Add(1),
 		Remote:    nc.RemoteAddr(),
 		Local:     nc.LocalAddr(),
-		Listener:  s.cfg.Listener,
+		Listener:  lc.Name,
+		Protocol:  lc.Protocol,
 		Principal: sdk.Anonymous,
 	}
-	c := newConn(s, nc, info)
+	if lc.TLS != nil {
+		nc = tls.Server(nc, lc.TLS)
+	}
+	c := newConn(s, nc, info, lc)
 	s.conns[c] = struct{}{}
 	s.stats.conns.Add(1)
 	s.stats.accepted.Add(1)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if c.admit() {
+		if c.admit() && c.handshake() {
 			c.serve()
+		} else {
+			c.close()
 		}
 		if cc, ok := s.h.(ConnCloser); ok {
 			cc.ConnClosed(c.info)

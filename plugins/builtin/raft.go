@@ -2,13 +2,16 @@ package builtin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/vltava/vltava/core/tlsconf"
 	"github.com/vltava/vltava/plugins/metastore/raft"
 	"github.com/vltava/vltava/plugins/sdk"
 	"github.com/vltava/vltava/plugins/sdk/serve"
@@ -39,6 +42,44 @@ type RaftConfig struct {
 	WatchHistory     int           `mapstructure:"watch.history"`
 	WatchBuffer      int           `mapstructure:"watch.buffer"`
 	MaxValueBytes    int           `mapstructure:"max.value.bytes"`
+
+	// Mutual TLS on the quorum port (the broker passes its own ssl.* keys
+	// when controller.quorum.security.protocol is SSL): with a keystore
+	// set, every node must present a certificate from the truststore's
+	// CAs, and is refused otherwise. PEM only, as for the listeners.
+	SSLKeystoreLocation         string `mapstructure:"ssl.keystore.location"`
+	SSLKeystoreCertificateChain string `mapstructure:"ssl.keystore.certificate.chain"`
+	SSLKeystoreKey              string `mapstructure:"ssl.keystore.key"`
+	SSLKeyPassword              string `mapstructure:"ssl.key.password"`
+	SSLTruststoreLocation       string `mapstructure:"ssl.truststore.location"`
+	SSLTruststoreCertificates   string `mapstructure:"ssl.truststore.certificates"`
+	// SSLEndpointIdentificationAlgorithm "https" (the default) checks a
+	// voter's certificate against the host in controller.quorum.voters;
+	// "none" checks only that the CA signed it.
+	SSLEndpointIdentificationAlgorithm string `mapstructure:"ssl.endpoint.identification.algorithm"`
+}
+
+// quorumTLS builds the quorum port's mutual TLS, nil without a keystore.
+func (c RaftConfig) quorumTLS() (server, client *tls.Config, err error) {
+	f := tlsconf.Files{
+		KeystoreLocation: c.SSLKeystoreLocation, KeystoreCertificateChain: c.SSLKeystoreCertificateChain,
+		KeystoreKey: c.SSLKeystoreKey, KeyPassword: c.SSLKeyPassword,
+		TruststoreLocation: c.SSLTruststoreLocation, TruststoreCertificates: c.SSLTruststoreCertificates,
+		VerifyHostname: !strings.EqualFold(c.SSLEndpointIdentificationAlgorithm, "none"),
+	}
+	if !f.HasKeystore() {
+		return nil, nil, nil
+	}
+	if !f.HasTruststore() {
+		return nil, nil, fmt.Errorf("config: quorum TLS needs ssl.truststore.location: %w", sdk.ErrInvalidArgument)
+	}
+	if server, err = f.Server("required"); err != nil {
+		return nil, nil, fmt.Errorf("config: quorum TLS: %v: %w", err, sdk.ErrInvalidArgument)
+	}
+	if client, err = f.Client(); err != nil {
+		return nil, nil, fmt.Errorf("config: quorum TLS: %v: %w", err, sdk.ErrInvalidArgument)
+	}
+	return server, client, nil
 }
 
 // RaftStore is the raft store as a plugin: Configure opens it. Calls
@@ -71,7 +112,12 @@ func (r *RaftStore) Configure(_ context.Context, raw map[string]any) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("raft plugin: %w", err)
 	}
+	serverTLS, clientTLS, err := cfg.quorumTLS()
+	if err != nil {
+		return err
+	}
 	st, err := raft.Open(raft.Config{
+		ServerTLS: serverTLS, ClientTLS: clientTLS,
 		NodeID: cfg.NodeID, DataDir: cfg.DataDir, QuorumAddr: cfg.QuorumListen, Voters: voters, Join: cfg.Join, NonVoter: cfg.NonVoter,
 		Logger: slog.Default(), HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		LeaderWait: cfg.LeaderWait, WatchHistory: cfg.WatchHistory, WatchBuffer: cfg.WatchBuffer, MaxValueBytes: cfg.MaxValueBytes,

@@ -34,6 +34,9 @@ func newFlags(e *env, cmd *command) *cmdFlags {
 	fs.StringVar(&e.bootstrap, "b", e.bootstrap, "bootstrap broker(s) `HOST:PORT`, comma-separated (env VLTAVA_BOOTSTRAP)")
 	fs.StringVar(&e.bootstrap, "bootstrap", e.bootstrap, "same as -b")
 	fs.DurationVar(&e.timeout, "timeout", e.timeout, "give up waiting for a broker after this `DURATION`")
+	fs.Var(&e.x, "X", "client security `key=value`, repeatable, as kcat's: security.protocol (plaintext, ssl, sasl_plaintext, sasl_ssl),\n"+
+		"ssl.ca.location, ssl.certificate.location, ssl.key.location, ssl.endpoint.identification.algorithm (https or none),\n"+
+		"sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), sasl.username, sasl.password")
 	if e.onFlags != nil {
 		e.onFlags(fs)
 	}
@@ -151,12 +154,16 @@ func (e *env) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	if len(seeds) == 0 {
 		return nil, usagef("no bootstrap broker given")
 	}
+	sec, err := securityOpts(e.x)
+	if err != nil {
+		return nil, err
+	}
 	base := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.WithHooks(&e.reach),
 		kgo.DialTimeout(min(e.timeout, 10*time.Second)),
 	}
-	return kgo.NewClient(append(base, opts...)...)
+	return kgo.NewClient(append(append(base, sec...), opts...)...)
 }
 
 // admin runs fn with an admin client and a context bounded by --timeout.

@@ -62,6 +62,7 @@ type env struct {
 	onFlags        func(*flag.FlagSet) // if set, told each command's flag set (completion)
 	flags          *cmdFlags           // the running command's flags, for its usage
 	bootstrapSet   bool                // -b/--bootstrap given before the command
+	x              listFlag            // -X client security settings (security.go)
 }
 
 // reported wraps an error whose message run already printed (a usage
@@ -116,7 +117,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
 		switch name {
-		case "b", "bootstrap", "timeout":
+		case "b", "bootstrap", "timeout", "X":
 			if !hasVal {
 				if len(args) < 2 {
 					return globalUsage(stderr, usagef("flag %s needs a value", args[0]))
@@ -124,13 +125,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				val, args = args[1], args[1:]
 			}
 			args = args[1:]
-			if name == "timeout" {
+			switch name {
+			case "timeout":
 				d, err := time.ParseDuration(val)
 				if err != nil || d <= 0 {
 					return globalUsage(stderr, usagef("--timeout %q: want a positive duration such as 30s", val))
 				}
 				e.timeout = d
-			} else {
+			case "X":
+				e.x = append(e.x, val)
+			default:
 				e.bootstrap, e.bootstrapSet = val, true
 			}
 		case "h", "help":
@@ -250,9 +254,11 @@ func defaultBootstrap() string {
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: vltava [-b HOST:PORT] [--timeout D] COMMAND [flags]")
+	fmt.Fprintln(w, "usage: vltava [-b HOST:PORT] [--timeout D] [-X KEY=VALUE]... COMMAND [flags]")
 	fmt.Fprintln(w, "\n-b/--bootstrap defaults to $VLTAVA_BOOTSTRAP or 127.0.0.1:9092; --timeout (default 60s)")
-	fmt.Fprintln(w, "bounds every wait for a broker. --version prints the version.\n\ncommands:")
+	fmt.Fprintln(w, "bounds every wait for a broker. -X sets TLS and SASL as kcat's -X does (security.protocol,")
+	fmt.Fprintln(w, "ssl.ca.location, ssl.certificate.location, ssl.key.location, sasl.mechanism, sasl.username,")
+	fmt.Fprintln(w, "sasl.password). --version prints the version.\n\ncommands:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-40s %s\n", strings.TrimSpace(c.path+" "+c.args), c.summary)
 	}

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -43,6 +44,14 @@ type Config struct {
 	// node's quorum address (raft RPCs and forwarded requests); nil dials
 	// TCP. Tests route a node's traffic through a proxy with it.
 	Dial DialFunc
+	// ServerTLS and ClientTLS, set together, make the quorum port mutual
+	// TLS: every connection accepted completes a TLS handshake with
+	// ServerTLS, which must require and verify client certificates
+	// (tls.RequireAndVerifyClientCert), before its first byte is read,
+	// and every connection to another node presents ClientTLS's
+	// certificate. A peer without a certificate from the configured CA
+	// is refused and logged.
+	ServerTLS, ClientTLS *tls.Config
 	// Logger receives quorum, leadership and session reports; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -108,6 +117,12 @@ func (c *Config) check() error {
 		}
 	case !voter:
 		return fmt.Errorf("raft: config: node %d is not among the voters %s", c.NodeID, FormatVoters(c.Voters))
+	}
+	if (c.ServerTLS == nil) != (c.ClientTLS == nil) {
+		return fmt.Errorf("raft: config: ServerTLS and ClientTLS go together")
+	}
+	if c.ServerTLS != nil && c.ServerTLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		return fmt.Errorf("raft: config: the quorum port's TLS must require and verify client certificates")
 	}
 	for id, addr := range c.Voters {
 		if _, _, err := net.SplitHostPort(addr); err != nil {

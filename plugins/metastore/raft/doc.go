@@ -138,6 +138,17 @@
 // mismatch, session expired, invalid argument, unavailable, not leader,
 // other) plus text, and match the sdk sentinels with errors.Is.
 //
+// With Config.ServerTLS and ClientTLS (the broker's
+// controller.quorum.security.protocol=SSL, with its own ssl.keystore and
+// ssl.truststore) the whole connection is mutual TLS, tag byte included:
+// the accepting node completes the handshake (within 5 s, requiring a
+// client certificate from the truststore's CAs) before it reads the tag,
+// and refuses and logs a peer that fails it; the dialing node checks the
+// accepting one's certificate (and host name, unless
+// ssl.endpoint.identification.algorithm is "none"). A node without a
+// certificate from the quorum's CA can therefore neither vote, follow the
+// log, forward requests nor join as a non-voter.
+//
 // # Log entry format
 //
 // Every raft log entry of type LogCommand that this package writes:

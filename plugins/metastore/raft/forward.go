@@ -162,14 +162,14 @@ func (s *Store) handleForward(ctx context.Context, path string, req *fwdRequest)
 // errDial marks a failure to reach the leader at all: nothing was sent.
 var errDial = errors.New("raft: dial leader")
 
-func newForwardClient(dial DialFunc, leaderWait time.Duration) *http.Client {
+func newForwardClient(d dialer, leaderWait time.Duration) *http.Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			timeout := 5 * time.Second
 			if dl, ok := ctx.Deadline(); ok {
 				timeout = min(timeout, time.Until(dl))
 			}
-			c, err := dialTagged(dial, addr, timeout, tagForward)
+			c, err := d.dialTagged(addr, timeout, tagForward)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", errDial, err)
 			}

@@ -1,7 +1,10 @@
 package raft
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -34,6 +37,7 @@ type mux struct {
 	ln        net.Listener
 	advertise net.Addr
 	log       *slog.Logger
+	tls       *tls.Config // nil: plaintext; else every connection is a TLS server first
 
 	raftL *chanListener
 	fwdL  *chanListener
@@ -51,8 +55,8 @@ type mux struct {
 // return once their connections are closed.
 const handlerWait = 5 * time.Second
 
-func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger) *mux {
-	m := &mux{ln: ln, advertise: advertise, log: log, conns: make(map[net.Conn]struct{})}
+func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, serverTLS *tls.Config) *mux {
+	m := &mux{ln: ln, advertise: advertise, log: log, tls: serverTLS, conns: make(map[net.Conn]struct{})}
 	m.raftL = newChanListener(advertise)
 	m.fwdL = newChanListener(advertise)
 	m.wg.Add(1)
@@ -113,9 +117,23 @@ func (c *trackedConn) Close() error {
 	return err
 }
 
-// route reads the tag byte and hands the connection on.
+// route completes the TLS handshake, if any, reads the tag byte and
+// hands the connection on.
 func (m *mux) route(conn net.Conn) {
 	defer m.wg.Done()
+	if m.tls != nil {
+		tc := tls.Server(conn, m.tls)
+		ctx, cancel := context.WithTimeout(context.Background(), tagTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			m.log.Warn("raft: refusing quorum connection: TLS handshake failed (a peer needs a certificate from the configured CA)",
+				"remote", conn.RemoteAddr().String(), "err", err)
+			conn.Close()
+			return
+		}
+		conn = tc
+	}
 	var tag [1]byte
 	conn.SetReadDeadline(time.Now().Add(tagTimeout))
 	if _, err := conn.Read(tag[:]); err != nil {
@@ -213,21 +231,30 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 // mux and dials other voters with the raft tag.
 type raftStream struct {
 	*chanListener
-	dial DialFunc
+	d dialer
 }
 
 var _ hraft.StreamLayer = raftStream{}
 
 // Dial implements raft.StreamLayer.
 func (r raftStream) Dial(addr hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialTagged(r.dial, string(addr), timeout, tagRaft)
+	return r.d.dialTagged(string(addr), timeout, tagRaft)
 }
 
 // DialFunc opens a TCP connection to another node's quorum address
 // within timeout (see Config.Dial).
 type DialFunc func(addr string, timeout time.Duration) (net.Conn, error)
 
-func dialTagged(dial DialFunc, addr string, timeout time.Duration, tag byte) (net.Conn, error) {
+// dialer opens connections to other nodes' quorum ports.
+type dialer struct {
+	dial DialFunc    // nil: TCP
+	tls  *tls.Config // nil: plaintext
+}
+
+// dialTagged connects to addr (with TLS, if configured, the handshake
+// done within timeout) and sends the tag byte.
+func (d dialer) dialTagged(addr string, timeout time.Duration, tag byte) (net.Conn, error) {
+	dial := d.dial
 	if dial == nil {
 		dial = func(addr string, timeout time.Duration) (net.Conn, error) {
 			return net.DialTimeout("tcp", addr, timeout)
@@ -236,6 +263,21 @@ func dialTagged(dial DialFunc, addr string, timeout time.Duration, tag byte) (ne
 	conn, err := dial(addr, timeout)
 	if err != nil {
 		return nil, err
+	}
+	if d.tls != nil {
+		cfg := d.tls
+		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(conn, cfg)
+		tc.SetDeadline(time.Now().Add(timeout))
+		if err := tc.Handshake(); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("raft: TLS handshake with %s: %w", addr, err)
+		}
+		tc.SetDeadline(time.Time{})
+		conn = tc
 	}
 	conn.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := conn.Write([]byte{tag}); err != nil {

@@ -20,7 +20,7 @@ func TestMuxCloseWaitsForConnectionHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMux(ln, ln.Addr(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m := newMux(ln, ln.Addr(), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	client, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

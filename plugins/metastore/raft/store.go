@@ -85,7 +85,7 @@ func Open(cfg Config) (*Store, error) {
 		log:       cfg.Logger.With("node", cfg.NodeID),
 		id:        serverID(cfg.NodeID),
 		addr:      hraft.ServerAddress(cfg.Voters[cfg.NodeID]),
-		fwdClient: newForwardClient(cfg.Dial, cfg.LeaderWait),
+		fwdClient: newForwardClient(dialer{dial: cfg.Dial, tls: cfg.ClientTLS}, cfg.LeaderWait),
 	}
 	s.fsm = newFSM(s.log, cfg.WatchHistory, cfg.WatchBuffer)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -135,9 +135,9 @@ func (s *Store) start() error {
 		ln.Close()
 		return fmt.Errorf("raft: advertise address %s: %w", s.addr, err)
 	}
-	s.mux = newMux(ln, advertise, s.log)
+	s.mux = newMux(ln, advertise, s.log, cfg.ServerTLS)
 	s.trans = hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
-		Stream: raftStream{s.mux.raftL, cfg.Dial}, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+		Stream: raftStream{s.mux.raftL, dialer{dial: cfg.Dial, tls: cfg.ClientTLS}}, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
 	})
 	s.httpSrv = &http.Server{Handler: http.HandlerFunc(s.serveForward), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.wg.Add(1)

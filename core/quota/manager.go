@@ -3,13 +3,13 @@ package quota
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/vltava/vltava/core/follow"
 	"github.com/vltava/vltava/plugins/sdk"
 )
 
@@ -223,58 +223,22 @@ func Encode(vs Values) []byte {
 // after any watch error. It returns when ctx is done; the caller owns the
 // goroutine that runs it.
 func (m *Manager) Follow(ctx context.Context, store sdk.MetadataStore, log *slog.Logger) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := m.followOnce(ctx, store)
-		if ctx.Err() != nil {
-			return
-		}
-		log.Warn("quota: following the metadata store failed; retrying", "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
+	type stored struct {
+		e  Entity
+		vs Values
 	}
-}
-
-func (m *Manager) followOnce(ctx context.Context, store sdk.MetadataStore) error {
-	lr, err := store.List(ctx, &sdk.ListRequest{Prefix: Prefix})
-	if err != nil {
-		return err
-	}
-	cur := map[Entity]Values{}
-	for _, kv := range lr.KVs {
-		if e, vs, err := parseKV(kv.Key, kv.Value); err == nil {
-			cur[e] = vs
-		}
-	}
-	m.Set(cur)
-	w, err := store.Watch(ctx, &sdk.WatchRequest{Prefix: Prefix, FromRevision: lr.Revision})
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	for {
-		ev, err := w.Recv()
-		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil
+	follow.Prefix(ctx, store, Prefix, "quota", log,
+		func(key string, value []byte) (stored, error) {
+			e, vs, err := parseKV(key, value)
+			return stored{e, vs}, err
+		},
+		func(cur map[string]stored) {
+			t := make(map[Entity]Values, len(cur))
+			for _, s := range cur {
+				t[s.e] = s.vs
 			}
-			return err
-		}
-		e, err := ParseKey(ev.Key)
-		if err != nil {
-			continue
-		}
-		if ev.Type == sdk.EventDelete {
-			delete(cur, e)
-		} else if vs, err := Decode(ev.Value); err == nil {
-			cur[e] = vs
-		}
-		m.Set(cur)
-	}
+			m.Set(t)
+		})
 }
 
 func parseKV(key string, value []byte) (Entity, Values, error) {

@@ -53,6 +53,7 @@ import (
 
 	"github.com/jcmturner/gofork/encoding/asn1"
 	"github.com/jcmturner/gokrb5/v8/asn1tools"
+	"github.com/jcmturner/gokrb5/v8/credentials"
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/gssapi"
 	"github.com/jcmturner/gokrb5/v8/iana/asnAppTag"
@@ -93,7 +94,8 @@ type acceptor struct {
 // Authenticator is the kerberos authenticator; create it with New.
 type Authenticator struct {
 	*serve.Sessions
-	acc atomic.Pointer[acceptor]
+	acc     atomic.Pointer[acceptor]
+	replays replays // outlives reconfiguration
 }
 
 // New returns an authenticator that refuses every client until
@@ -105,7 +107,7 @@ func New() *Authenticator {
 		if acc == nil {
 			return nil, fmt.Errorf("kerberos: no keytab configured: %w", sdk.ErrUnavailable)
 		}
-		return &conversation{acc: acc}, nil
+		return &conversation{acc: acc, replays: &a.replays}, nil
 	}})
 	return a
 }
@@ -169,12 +171,13 @@ func refuse(format string, args ...any) error {
 
 // conversation is one client's GSSAPI exchange.
 type conversation struct {
-	acc    *acceptor
-	step   int
-	key    types.EncryptionKey // for wrap tokens
-	short  string              // the mapped name
-	client string              // the client principal, for messages
-	offer  []byte              // the security-layer offer sent
+	acc     *acceptor
+	replays *replays
+	step    int
+	key     types.EncryptionKey // for wrap tokens
+	short   string              // the mapped name
+	client  string              // the client principal, for messages
+	offer   []byte              // the security-layer offer sent
 }
 
 const (
@@ -225,10 +228,17 @@ func (c *conversation) init(tok []byte) ([]byte, bool, sdk.Principal, error) {
 		opts = append(opts, service.KeytabPrincipal(strings.Join(c.acc.principal.NameString, "/")))
 	}
 	settings := service.NewSettings(c.acc.kt, opts...)
-	ok, creds, err := service.VerifyAPREQ(&apReq, settings)
+	// apReq.Verify decrypts and checks the ticket and the authenticator
+	// (times, skew, addresses); the replay check is ours (replay.go), not
+	// service.VerifyAPREQ's.
+	ok, err := apReq.Verify(c.acc.kt, c.acc.skew, settings.ClientAddress(), settings.KeytabPrincipal())
 	if err != nil || !ok {
 		return nil, false, sdk.Principal{}, refuse("GSSAPI: %s", describeVerifyError(err, sname, apReq.Ticket.Realm))
 	}
+	if !c.replays.first(apReq.EncryptedAuthenticator.Cipher, time.Now(), 2*c.acc.skew) {
+		return nil, false, sdk.Principal{}, refuse("GSSAPI: replayed authenticator")
+	}
+	creds := credentials.NewFromPrincipalName(apReq.Authenticator.CName, apReq.Authenticator.CRealm)
 	auth := apReq.Authenticator
 	c.client = creds.CName().PrincipalNameString() + "@" + creds.Domain()
 	short, err := c.acc.rules.ShortName(creds.CName().NameString, creds.Domain())

@@ -145,6 +145,44 @@ func TestKerberosAgainstRealKDC(t *testing.T) {
 		inner := append(append(append([]byte{}, krb5OID...), 1, 0), b...)
 		refused(t, strict, append(append([]byte{0x60}, derLengthBytes(len(inner))...), inner...), "expired")
 	})
+	accepted := func(t *testing.T, a *Authenticator, tok []byte) {
+		t.Helper()
+		st, err := a.Start(context.Background(), &sdk.StartRequest{Mechanism: Mechanism})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Step(context.Background(), &sdk.StepRequest{Session: st.Session, Token: tok}); err != nil {
+			t.Fatalf("first token refused: %v", err)
+		}
+	}
+	t.Run("replayed-token", func(t *testing.T) {
+		fresh := configured(t, map[string]any{"keytab": r.serviceKT})
+		tok := franzClient(alice, "kafka")()(nil)
+		accepted(t, fresh, tok)
+		refused(t, fresh, tok, "replayed authenticator")
+	})
+	// gokrb5's client can make two authenticators in one microsecond;
+	// they differ in ciphertext and both are honest logins (replay.go).
+	t.Run("same-microsecond", func(t *testing.T) {
+		fresh := configured(t, map[string]any{"keytab": r.serviceKT})
+		tkt, key, err := alice.GetServiceTicket("kafka/localhost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		for range 2 {
+			auth, _ := types.NewAuthenticator(alice.Credentials.Domain(), alice.Credentials.CName())
+			auth.CTime, auth.Cusec = now, 4242
+			auth.Cksum = types.Checksum{CksumType: 0x8003, Checksum: make([]byte, 24)}
+			apReq, err := messages.NewAPReq(tkt, key, auth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := apReq.Marshal()
+			inner := append(append(append([]byte{}, krb5OID...), 1, 0), b...)
+			accepted(t, fresh, append(append([]byte{0x60}, derLengthBytes(len(inner))...), inner...))
+		}
+	})
 	t.Run("principal-mapping", func(t *testing.T) {
 		mapped := configured(t, map[string]any{"keytab": r.serviceKT,
 			"sasl.kerberos.principal.to.local.rules": []any{`RULE:[1:$1@$0](alice@VLTAVA\.TEST)s/alice@.*/ALICE-ADMIN/L`, "DEFAULT"}})

@@ -162,10 +162,14 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 		if err := checkProduceFraming(records, r.Version); err != nil {
 			return err
 		}
-		h, err := record.Validate(records, record.ValidateOptions{
+		vo := record.ValidateOptions{
 			MaxBatchBytes: int(cfg.MaxMessageBytes),
 			RequireKeys:   slices.Contains(cfg.CleanupPolicy, "compact"),
-		})
+		}
+		if !cfg.LogAppendTime { // KIP-937 bounds CreateTime timestamps
+			vo.NowMs, vo.TimestampBeforeMaxMs, vo.TimestampAfterMaxMs = now.UnixMilli(), cfg.TimestampBeforeMaxMs, cfg.TimestampAfterMaxMs
+		}
+		h, err := record.Validate(records, vo)
 		if err != nil {
 			return err
 		}

@@ -100,6 +100,10 @@ var topicKeyList = []Key{
 		Doc: "largest record batch accepted", brokerValue: func(b Broker) string { return itoa(int64(b.MessageMaxBytes)) }},
 	{Name: "message.timestamp.type", Type: TypeString, BrokerKey: "log.message.timestamp.type", allowed: []string{"CreateTime", "LogAppendTime"},
 		Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's", brokerValue: func(b Broker) string { return b.LogMessageTimestampType }},
+	{Name: "message.timestamp.before.max.ms", Type: TypeLong, BrokerKey: "log.message.timestamp.before.max.ms", min: 0,
+		Doc: "refuse CreateTime records more than this far before the broker's clock (INVALID_TIMESTAMP)", brokerValue: func(b Broker) string { return itoa(b.LogMessageTimestampBeforeMaxMs) }},
+	{Name: "message.timestamp.after.max.ms", Type: TypeLong, BrokerKey: "log.message.timestamp.after.max.ms", min: 0,
+		Doc: "refuse CreateTime records more than this far after the broker's clock (INVALID_TIMESTAMP)", brokerValue: func(b Broker) string { return itoa(b.LogMessageTimestampAfterMaxMs) }},
 	{Name: "delete.retention.ms", Type: TypeLong, BrokerKey: "log.cleaner.delete.retention.ms", min: 0,
 		Doc: "how long tombstones stay in compacted topics", brokerValue: func(b Broker) string { return itoa(b.LogCleanerDeleteRetentionMs) }},
 	{Name: "min.cleanable.dirty.ratio", Type: TypeDouble, BrokerKey: "log.cleaner.min.cleanable.ratio", min: 0, maxOne: true,
@@ -161,6 +165,8 @@ type Topic struct {
 	FlushMs                     int64
 	MaxMessageBytes             int32
 	LogAppendTime               bool
+	TimestampBeforeMaxMs        int64 // message.timestamp.before.max.ms
+	TimestampAfterMaxMs         int64 // message.timestamp.after.max.ms
 	DeleteRetentionMs           int64
 	MinCleanableDirtyRatio      float64
 	MinCompactionLagMs          int64
@@ -203,6 +209,8 @@ func ResolveTopic(b Broker, overrides map[string]string) (Topic, error) {
 		FlushMs:                     num("flush.ms"),
 		MaxMessageBytes:             int32(num("max.message.bytes")),
 		LogAppendTime:               val("message.timestamp.type") == "LogAppendTime",
+		TimestampBeforeMaxMs:        num("message.timestamp.before.max.ms"),
+		TimestampAfterMaxMs:         num("message.timestamp.after.max.ms"),
 		DeleteRetentionMs:           num("delete.retention.ms"),
 		MinCleanableDirtyRatio:      ratio,
 		MinCompactionLagMs:          num("min.compaction.lag.ms"),

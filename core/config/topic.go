@@ -116,10 +116,10 @@ var topicKeyList = []Key{
 		Doc: "replicas that must have an acks=all write", brokerValue: func(b Broker) string { return itoa(int64(b.MinInsyncReplicas)) }},
 	{Name: "unclean.leader.election.enable", Type: TypeBoolean, BrokerKey: "unclean.leader.election.enable",
 		Doc: "allow an out-of-sync replica to become leader", brokerValue: func(b Broker) string { return strconv.FormatBool(b.UncleanLeaderElectionEnable) }},
-	// Only "producer" is accepted: batches are stored as the producer sent
-	// them, never recompressed.
-	{Name: "compression.type", Type: TypeString, BrokerKey: "compression.type", allowed: []string{"producer"},
-		Doc: "producer: keep the producer's compression", brokerValue: func(b Broker) string { return b.CompressionType }},
+	// A codec other than "producer" makes the leader re-encode every
+	// produced batch that is not already in it (core/record.Recompress).
+	{Name: "compression.type", Type: TypeString, BrokerKey: "compression.type", allowed: []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
+		Doc: "producer: keep the producer's compression; uncompressed, gzip, snappy, lz4, zstd: store every batch so", brokerValue: func(b Broker) string { return b.CompressionType }},
 }
 
 func init() {
@@ -173,6 +173,7 @@ type Topic struct {
 	MaxCompactionLagMs          int64
 	MinInsyncReplicas           int32
 	UncleanLeaderElectionEnable bool
+	CompressionType             string // compression.type: producer or a codec's name
 }
 
 // ResolveTopic computes a topic's effective config. Overrides must have
@@ -217,6 +218,7 @@ func ResolveTopic(b Broker, overrides map[string]string) (Topic, error) {
 		MaxCompactionLagMs:          num("max.compaction.lag.ms"),
 		MinInsyncReplicas:           int32(num("min.insync.replicas")),
 		UncleanLeaderElectionEnable: val("unclean.leader.election.enable") == "true",
+		CompressionType:             val("compression.type"),
 	}, nil
 }
 

@@ -431,6 +431,20 @@ func kcatFeatures(kcat string) map[string]func(ctx context.Context, addr, topic 
 	}
 }
 
+// kcatVersion is "kcat X (librdkafka Y)" from kcat -V.
+func kcatVersion(kcat string) string {
+	out, _ := exec.Command(kcat, "-V").Output()
+	after := func(prefix string) string {
+		if i := strings.Index(string(out), prefix); i >= 0 {
+			if fs := strings.Fields(string(out)[i+len(prefix):]); len(fs) > 0 {
+				return fs[0]
+			}
+		}
+		return "?"
+	}
+	return fmt.Sprintf("kcat %s (librdkafka %s)", after("Version "), after("librdkafka "))
+}
+
 // lockedWriter lets a test read what a process writes while it runs.
 type lockedWriter struct {
 	mu *sync.Mutex
@@ -610,8 +624,11 @@ func TestCompatibilityMatrix(t *testing.T) {
 	}
 	wg.Wait()
 	versions := ""
+	if kcatErr == nil {
+		versions += ", " + kcatVersion(kcat)
+	}
 	if kjs != nil {
-		versions = ", " + kjs.version()
+		versions += ", " + kjs.version()
 	}
 	doc := renderCompat(clients, got, versions)
 	if *updateCompat {

@@ -42,7 +42,7 @@ import (
 // the compat values through a SASL or TLS listener of a real vltavad, and
 // franz-go reads them back on the broker's PLAINTEXT listener.
 var compatSecurity = []string{
-	"SASL PLAIN", "SASL SCRAM-SHA-256", "SASL SCRAM-SHA-512", "SASL GSSAPI", "TLS", "TLS client cert",
+	"SASL PLAIN", "SASL SCRAM-SHA-256", "SASL SCRAM-SHA-512", "SASL GSSAPI", "TLS", "TLS client cert", "SASL_SSL SCRAM-SHA-512",
 }
 
 const (
@@ -178,7 +178,7 @@ func startCompatSecure(t *testing.T, bin string) *compatSecure {
 		krbConfig = fmt.Sprintf("sasl.authenticator.config:\n  kerberos:\n    keytab: %s\n    sasl.kerberos.service.name: kafka\n", brokerKT)
 	}
 	tlsKeys := fmt.Sprintf("ssl.keystore.location: %s\nssl.truststore.location: %s\n", brokerCert.Keystore, ca.CertFile)
-	a := startListeners(t, bin, []string{"PLAINTEXT", "SASL_PLAINTEXT", "SSL"},
+	a := startListeners(t, bin, []string{"PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"},
 		"sasl.authenticators: "+authenticators+"\n"+krbConfig+tlsKeys)
 	b := startListeners(t, bin, []string{"PLAINTEXT", "SSL"}, tlsKeys+"ssl.client.auth: required\n")
 
@@ -213,6 +213,8 @@ func startCompatSecure(t *testing.T, bin string) *compatSecure {
 	}
 	s.cells["TLS"] = secCell{addr: a.addrs["SSL"], plainAddr: a.addrs["PLAINTEXT"], ca: ca.CertFile}
 	s.cells["TLS client cert"] = secCell{addr: b.addrs["SSL"], plainAddr: b.addrs["PLAINTEXT"], ca: ca.CertFile, cert: clientCert}
+	s.cells["SASL_SSL SCRAM-SHA-512"] = secCell{addr: a.addrs["SASL_SSL"], plainAddr: a.addrs["PLAINTEXT"], mechanism: "SCRAM-SHA-512",
+		user: compatUser, pass: compatPass, ca: ca.CertFile}
 
 	// The cells mean what they say: without credentials or without a
 	// certificate the same listeners serve nothing.

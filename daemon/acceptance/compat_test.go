@@ -688,8 +688,9 @@ func renderCompat(clients []compatClient, got map[string]map[string]string, vers
 	b.WriteString("## Security\n\n")
 	b.WriteString("Each client produces through a SASL_PLAINTEXT listener (the `simple` authenticator's PLAIN and\n")
 	b.WriteString("SCRAM over stored SCRAM credentials; `kerberos` with a keytab against a test MIT KDC for GSSAPI),\n")
-	b.WriteString("an SSL listener, and an SSL listener with `ssl.client.auth: required`; franz-go reads the records\n")
-	b.WriteString("back on the broker's PLAINTEXT listener. segmentio/kafka-go and kafkajs have no GSSAPI mechanism.\n\n")
+	b.WriteString("an SSL listener, an SSL listener with `ssl.client.auth: required`, and a SASL_SSL listener (SCRAM over\n")
+	b.WriteString("TLS); franz-go reads the records back on the broker's PLAINTEXT listener. segmentio/kafka-go and\n")
+	b.WriteString("kafkajs have no GSSAPI mechanism.\n\n")
 	table(compatSecurity)
 	return b.String()
 }

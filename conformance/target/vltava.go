@@ -14,6 +14,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Vltava starts vltavad processes, each on a free loopback port with its
@@ -34,7 +37,7 @@ func (*Vltava) Name() string { return "vltava" }
 func (*Vltava) Facts() Caps {
 	return Caps{"kill9": true, "stop": true, "restart": true, "rawtcp": true,
 		"multibroker": true, "replication": true, "faults": false, "brokerconfig": true,
-		"sasl": false} // vltavad authenticates through plugins; the target does not configure them yet
+		"sasl": true}
 }
 
 // Software implements softwarer: the binary's module version and VCS
@@ -65,8 +68,8 @@ const quorumSize = 3
 // gets a free quorum port and all are voters, joined by controller-only
 // voters (node N+1...) up to quorumSize.
 func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
-	if o.SASL || o.ACLs {
-		return nil, fmt.Errorf("%w: the vltava target does not configure SASL or ACLs yet", ErrUnsupported)
+	if o.ACLs && !o.SASL {
+		return nil, fmt.Errorf("%w: ACLs need a SASL cluster on the vltava target", ErrUnsupported)
 	}
 	n := max(o.Brokers, 1)
 	controllers := 0
@@ -79,9 +82,13 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 	}
 	c := &vltavaCluster{dir: dir, procs: map[int32]*proc{}, ctrls: map[int32]*proc{}}
 	var common []string
-	if len(o.Config) > 0 {
+	config := o.Config
+	if o.SASL {
+		config = saslConfig(o)
+	}
+	if len(config) > 0 {
 		cfg := filepath.Join(dir, "broker.yaml")
-		if err := writeYAML(cfg, o.Config); err != nil {
+		if err := writeYAML(cfg, config); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -123,7 +130,7 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 		}
 		args = append(args, common...)
 		go func() { // brokers start together: a quorum needs a majority
-			p, err := startProc(ctx, v.Bin, filepath.Join(dir, fmt.Sprintf("vltavad-%d.log", id)), args)
+			p, err := startProc(ctx, v.Bin, filepath.Join(dir, fmt.Sprintf("vltavad-%d.log", id)), o.SASL, args)
 			if p != nil {
 				mu.Lock()
 				c.procs[int32(id)] = p
@@ -138,11 +145,68 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 			firstErr = err
 		}
 	}
+	if firstErr == nil && o.SASL {
+		firstErr = c.createUsers(ctx, o.Users)
+	}
 	if firstErr != nil {
 		c.Close()
 		return nil, firstErr
 	}
 	return c, nil
+}
+
+// saslConfig is o.Config with the keys of a SASL cluster: clients reach
+// a SASL_PLAINTEXT listener (PLAIN and SCRAM from the simple
+// authenticator); the brokers reach each other on a PLAINTEXT listener
+// named INTERNAL that only the target knows, where they are
+// User:ANONYMOUS, a superuser with the suite's admin. With ACLs the acl
+// authorizer decides, with no ACL meaning no access.
+func saslConfig(o Options) map[string]string {
+	cfg := map[string]string{}
+	for k, v := range o.Config {
+		cfg[k] = v
+	}
+	cfg["listener.security.protocol.map"] = "SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:PLAINTEXT"
+	cfg["inter.broker.listener.name"] = "INTERNAL"
+	cfg["sasl.authenticators"] = "simple"
+	if o.ACLs {
+		cfg["authorizer"] = "acl"
+		cfg["super.users"] = "User:" + Superuser + ";User:ANONYMOUS"
+	}
+	return cfg
+}
+
+// createUsers stores SCRAM credentials for the superuser and users
+// through a broker's INTERNAL listener (the simple authenticator checks
+// PLAIN passwords against them), retrying until the cluster can.
+func (c *vltavaCluster) createUsers(ctx context.Context, users map[string]string) error {
+	var addrs []string
+	for _, p := range c.procs {
+		addrs = append(addrs, p.internal)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	defer cl.Close()
+	up := []kadm.UpsertSCRAM{{User: Superuser, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: SuperuserPassword}}
+	for u, p := range users {
+		up = append(up, kadm.UpsertSCRAM{User: u, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: p})
+	}
+	for {
+		res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, up)
+		if err == nil {
+			err = res.Error()
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("target: creating the SASL users: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func freeAddr() (string, error) {
@@ -257,6 +321,7 @@ func (c *vltavaCluster) Close() error {
 // proc is one vltavad process and how to start it again.
 type proc struct {
 	bin, addr, logPath string
+	internal           string // the INTERNAL listener of a SASL cluster's broker
 	args               []string
 
 	mu     sync.Mutex
@@ -264,14 +329,22 @@ type proc struct {
 	exited chan struct{} // closed when cmd.Wait returns
 }
 
-func startProc(ctx context.Context, bin, logPath string, args []string) (*proc, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startProc starts a broker on a free port; with sasl its listeners are
+// SASL_PLAINTEXT there and INTERNAL (PLAINTEXT) on a second free port.
+func startProc(ctx context.Context, bin, logPath string, sasl bool, args []string) (*proc, error) {
+	addr, err := freeAddr()
 	if err != nil {
-		return nil, fmt.Errorf("target: %w", err)
+		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	p := &proc{bin: bin, addr: addr, logPath: logPath, args: append([]string{"--listen", addr}, args...)}
+	p := &proc{bin: bin, addr: addr, logPath: logPath}
+	listen := addr
+	if sasl {
+		if p.internal, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		listen = "SASL_PLAINTEXT://" + addr + ",INTERNAL://" + p.internal
+	}
+	p.args = append([]string{"--listen", listen}, args...)
 	if err := p.start(ctx); err != nil {
 		p.kill()
 		return nil, err

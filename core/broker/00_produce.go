@@ -158,14 +158,33 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 			return ackWait{}, err
 		}
 	}
+	if codec, ok := topicCodec(cfg.CompressionType); ok {
+		// compression.type names a codec: validate what the producer
+		// sent, then store it re-encoded (checked again below).
+		if h, err := record.ParseHeader(records); err == nil && h.Codec() != codec {
+			if err := checkProduceFraming(records, r.Version); err != nil {
+				return ackWait{}, err
+			}
+			if _, err := record.Validate(records, record.ValidateOptions{MaxBatchBytes: int(cfg.MaxMessageBytes)}); err != nil {
+				return ackWait{}, err
+			}
+			if records, err = record.Recompress(records, codec, 0); err != nil {
+				return ackWait{}, fmt.Errorf("broker: recompressing for compression.type=%s: %w", cfg.CompressionType, err)
+			}
+		}
+	}
 	res, epoch, err := p.AppendAsLeaderVerified(records, now, func(l part.Leading) error {
 		if err := checkProduceFraming(records, r.Version); err != nil {
 			return err
 		}
-		h, err := record.Validate(records, record.ValidateOptions{
+		vo := record.ValidateOptions{
 			MaxBatchBytes: int(cfg.MaxMessageBytes),
 			RequireKeys:   slices.Contains(cfg.CleanupPolicy, "compact"),
-		})
+		}
+		if !cfg.LogAppendTime { // KIP-937 bounds CreateTime timestamps
+			vo.NowMs, vo.TimestampBeforeMaxMs, vo.TimestampAfterMaxMs = now.UnixMilli(), cfg.TimestampBeforeMaxMs, cfg.TimestampAfterMaxMs
+		}
+		h, err := record.Validate(records, vo)
 		if err != nil {
 			return err
 		}
@@ -193,6 +212,24 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 		return ackWait{}, nil
 	}
 	return ackWait{p: p, sp: sp, last: res.LastOffset, epoch: epoch, minISR: cfg.MinInsyncReplicas}, nil
+}
+
+// topicCodec maps a topic's compression.type to the codec its batches
+// are stored in; ok is false for "producer" (stored as sent).
+func topicCodec(compressionType string) (record.Codec, bool) {
+	switch compressionType {
+	case "uncompressed":
+		return record.CodecNone, true
+	case "gzip":
+		return record.CodecGzip, true
+	case "snappy":
+		return record.CodecSnappy, true
+	case "lz4":
+		return record.CodecLZ4, true
+	case "zstd":
+		return record.CodecZstd, true
+	}
+	return 0, false
 }
 
 // produceHook, when set by a test, runs between produceTo's leader check

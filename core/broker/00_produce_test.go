@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -491,4 +493,91 @@ func FuzzProduceFraming(f *testing.F) {
 			t.Fatalf("refusal without a Kafka error code: %v", err)
 		}
 	})
+}
+
+// TestProduceRecompressesToTopicCodec: a topic whose compression.type
+// names a codec stores every produced batch in that codec (Kafka
+// recompresses on append), whatever the producer used, and consumers get
+// the records back intact; "producer" keeps the producer's codec.
+func TestProduceRecompressesToTopicCodec(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	ctx := testCtx(t)
+	storedCodecs := func(topic string) []record.Codec {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxBytes, req.ReplicaID = 12, 1<<20, -1
+		td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+		if err != nil || td[topic].Err != nil {
+			t.Fatalf("describe %s: %v %v", topic, err, td[topic].Err)
+		}
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = topic, td[topic].ID // the client picks the version: names or IDs
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes = 1 << 20
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("fetch %s: %+v", topic, resp.Topics)
+		}
+		var out []record.Codec
+		rest := resp.Topics[0].Partitions[0].RecordBatches
+		for len(rest) > 0 {
+			h, _, r, err := record.Next(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, h.Codec())
+			rest = r
+		}
+		return out
+	}
+	for _, c := range []struct {
+		topicType string
+		want      record.Codec // for batches from every producer codec; -1: as produced
+	}{
+		{"zstd", record.CodecZstd},
+		{"gzip", record.CodecGzip},
+		{"uncompressed", record.CodecNone},
+		{"producer", -1},
+	} {
+		topic := "recompress-" + c.topicType
+		createTopic(t, cl, topic, 1, map[string]*string{"compression.type": kmsg.StringPtr(c.topicType)})
+		var produced []record.Codec
+		for _, pc := range []struct {
+			opt   kgo.CompressionCodec
+			codec record.Codec
+		}{{kgo.NoCompression(), record.CodecNone}, {kgo.SnappyCompression(), record.CodecSnappy}, {kgo.Lz4Compression(), record.CodecLZ4}, {kgo.ZstdCompression(), record.CodecZstd}} {
+			p := testClient(t, b, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(pc.opt), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			var rs []*kgo.Record
+			for i := range 20 {
+				rs = append(rs, &kgo.Record{Value: []byte(strings.Repeat("compressible ", 10) + strconv.Itoa(i))})
+			}
+			if err := p.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+				t.Fatalf("%s: produce with %s: %v", topic, pc.codec, err)
+			}
+			produced = append(produced, pc.codec)
+		}
+		got := storedCodecs(topic)
+		want := produced
+		if c.want >= 0 {
+			want = nil
+			for range produced {
+				want = append(want, c.want)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: stored codecs %v, want %v", topic, got, want)
+		}
+		recs := consume(t, consumer(t, b, topic), 80)
+		for i, r := range recs {
+			if want := strings.Repeat("compressible ", 10) + strconv.Itoa(i%20); string(r.Value) != want {
+				t.Fatalf("%s: record %d = %q, want %q", topic, i, r.Value, want)
+			}
+		}
+	}
 }

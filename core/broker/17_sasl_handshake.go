@@ -3,20 +3,20 @@ package broker
 // SaslHandshake v0-v1 (KIP-43, KIP-152): the client names a SASL
 // mechanism; the tokens then travel in SaslAuthenticate requests.
 //
-// v0 is advertised but not served. ApiVersions offers 0-1, as Kafka 3.x
-// does, because librdkafka (Debian's kcat 1.7 runs 2.0)
+// v0 (KIP-43's original exchange) is served: after a v0 handshake the
+// client sends each SASL token as a bare size-prefixed frame, without a
+// request header, and reads the server's tokens the same way. The
+// handshake tells the connection layer so (wire.ConnInfo.SetRawSASL), and
+// each raw token reaches handleSASLAuthenticate as a SaslAuthenticate v0
+// request marked RawSASL; a failed raw exchange closes the connection
+// without an answer, as Kafka does, since the raw framing carries no
+// error code. ApiVersions offers 0-1, as Kafka 3.x does: librdkafka
 // decides whether the broker supports SASL handshakes at all from a range
-// that includes v0: offered only v1, it refuses to authenticate ("SASL
-// Handshake not supported by broker"). Offered 0-1 together with
-// SaslAuthenticate, librdkafka — like franz-go, sarama (its default
-// SASLHandshakeV1) and the Java client — sends v1, so v1 framing is all
-// those clients need. A v0 request means the client will next send raw
-// SASL tokens outside Kafka framing, which the connection layer
-// (core/wire) does not read; rather than misparse them, a v0 handshake is
-// answered UNSUPPORTED_VERSION with the offered mechanisms and the
-// connection closes, with a log line saying why. Kafka 4.0 dropped v0
-// as well (KIP-896).
-//
+// that includes v0 (offered only v1 it refuses to authenticate, "SASL
+// Handshake not supported by broker"), then sends v1 as franz-go, sarama
+// and the Java client do. A v0 client cannot re-authenticate (KIP-368).
+// Kafka 4.0 dropped v0 (KIP-896).
+
 // On a PLAINTEXT listener, or once authenticated, the answer is
 // ILLEGAL_SASL_STATE (the connection stays open). A mechanism that is not
 // offered gets UNSUPPORTED_SASL_MECHANISM with the offered list, and the
@@ -74,12 +74,6 @@ func handleSASLHandshake(b *Broker, ctx context.Context, req *wire.Request) (*wi
 	if i < 0 {
 		return unsupported()
 	}
-	if req.Version == 0 {
-		b.logger.Info("broker: SaslHandshake v0 refused: raw SASL frames are not served, use v1 (SaslAuthenticate)", "conn", req.Conn.ID, "mechanism", r.Mechanism)
-		sc.state = saslFailed
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		return &wire.Response{Msg: resp, CloseAfter: true}, nil
-	}
 	st, err := auths[i].Start(ctx, &sdk.StartRequest{
 		Mechanism:    r.Mechanism,
 		ClientAddr:   req.Conn.Remote.String(),
@@ -92,5 +86,8 @@ func handleSASLHandshake(b *Broker, ctx context.Context, req *wire.Request) (*wi
 		return nil, fmt.Errorf("broker: SASL %s start: %w", r.Mechanism, err)
 	}
 	sc.state, sc.mechanism, sc.auth, sc.session, sc.active, sc.reauth = saslHandshaken, r.Mechanism, auths[i], st.Session, true, reauth
+	if req.Version == 0 {
+		req.Conn.SetRawSASL(true) // before the answer: the client's tokens follow it
+	}
 	return reply(resp)
 }

@@ -13,6 +13,11 @@ package broker
 // closes the connection without an answer, so the client retries rather
 // than treating its credentials as bad.
 //
+// After a SaslHandshake v0 the tokens arrive raw (req.RawSASL, see
+// 17_sasl_handshake.go) and are served here alike; completing
+// authentication turns the connection back to Kafka requests
+// (wire.ConnInfo.SetRawSASL(false)) before the last token is answered.
+//
 // Outside a conversation — on a PLAINTEXT listener or once authenticated —
 // the answer is ILLEGAL_SASL_STATE; before a handshake on a SASL listener
 // the connection also closes.
@@ -73,6 +78,9 @@ func handleSASLAuthenticate(b *Broker, ctx context.Context, req *wire.Request) (
 		sc.state = saslAuthenticated
 		req.Conn.Principal = p
 		req.Conn.SetAuthenticated(true)
+		if req.RawSASL {
+			req.Conn.SetRawSASL(false) // the client's next frame is a request
+		}
 		sc.expires = time.Time{}
 		if ms := b.cfg.ConnectionsMaxReauthMs; ms > 0 && r.Version >= 1 {
 			resp.SessionLifetimeMillis = ms

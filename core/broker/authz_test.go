@@ -500,8 +500,21 @@ func authzCases() []authzCase {
 				r.TransactionalIDs = []string{"tx"}
 				return r
 			}},
-		{key: 66, name: "ListTransactions", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opDescribe)},
-			req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }},
+		{key: 66, name: "ListTransactionsHides", grant: []acl.Binding{allowACL(rtTxnID, lit, "listed-tx", "", opDescribe)},
+			req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },
+			denied: func(e *authzEnv, m kmsg.Response) error {
+				if ts := m.(*kmsg.ListTransactionsResponse).TransactionStates; len(ts) != 0 {
+					return fmt.Errorf("%d transactions listed to a principal who may describe none", len(ts))
+				}
+				return nil
+			},
+			allowed: func(e *authzEnv, m kmsg.Response) error {
+				ts := m.(*kmsg.ListTransactionsResponse).TransactionStates
+				if len(ts) != 1 || ts[0].TransactionalID != "listed-tx" {
+					return fmt.Errorf("want exactly listed-tx, got %v", ts)
+				}
+				return nil
+			}},
 		{key: 29, name: "DescribeAcls", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opDescribe)},
 			req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrDescribeACLsRequest() }},
 		{key: 30, name: "CreateAcls", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opAlter)},
@@ -706,6 +719,25 @@ func TestAuthzMatrix(t *testing.T) {
 	commit.Topics = append(commit.Topics, ct)
 	if codes := errorCodes(request[*kmsg.OffsetCommitResponse](t, e.admin, commit)); slices.ContainsFunc(codes, func(c int16) bool { return c != 0 }) {
 		t.Fatalf("admin offset commit: %v", codes)
+	}
+	// Transactions to list (ListTransactions), begun by the super user;
+	// the super user sees both.
+	for _, id := range []string{"listed-tx", "hidden-tx"} {
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			resp, err := e.do(e.admin, init)
+			if err == nil && resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("InitProducerId %s as admin: %v %v", id, err, resp)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if resp, err := e.do(e.admin, kmsg.NewPtrListTransactionsRequest()); err != nil || len(resp.(*kmsg.ListTransactionsResponse).TransactionStates) < 2 {
+		t.Fatalf("the super user lists %v (err %v), want listed-tx and hidden-tx", resp, err)
 	}
 	for i, c := range authzCases() {
 		t.Run(fmt.Sprintf("%d_%s", c.key, c.name), func(t *testing.T) {

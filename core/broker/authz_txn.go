@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -116,4 +118,17 @@ func checkTxnOffsetCommit(b *Broker, req *wire.Request, w who) (kmsg.Response, f
 		return resp, nil
 	}
 	return nil, merge
+}
+
+// checkListTransactions refuses nothing and keeps, of the transactions
+// listed, those whose transactional ID the principal may DESCRIBE, as
+// Kafka does (KIP-664): a principal without any such ACL gets an empty
+// list, not an error.
+func checkListTransactions(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(m kmsg.Response) {
+		resp := m.(*kmsg.ListTransactionsResponse)
+		resp.TransactionStates = slices.DeleteFunc(resp.TransactionStates, func(s kmsg.ListTransactionsResponseTransactionState) bool {
+			return !b.allowed(w, rtTxnID, s.TransactionalID, opDescribe)
+		})
+	}
 }

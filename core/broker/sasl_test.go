@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -204,9 +206,10 @@ func TestSASLRawConversation(t *testing.T) {
 		}
 		expectEOF(t, c)
 	})
-	t.Run("HandshakeV0Refused", func(t *testing.T) {
-		// v0 is advertised (librdkafka needs it in the range) but a v0
-		// handshake, which announces raw SASL frames, is refused.
+	t.Run("HandshakeV0RawTokens", func(t *testing.T) {
+		// KIP-43's v0 exchange: after a v0 handshake the token goes as a
+		// bare size-prefixed frame and the answer comes back the same
+		// way (PLAIN: empty); then the connection serves requests.
 		c := dialRaw(t, b)
 		c.send(handshake(0, "PLAIN"))
 		var r kmsg.SASLHandshakeResponse
@@ -214,9 +217,42 @@ func TestSASLRawConversation(t *testing.T) {
 		if err := c.recv(&r); err != nil {
 			t.Fatal(err)
 		}
-		if r.ErrorCode != kerr.UnsupportedVersion.Code || !slices.Equal(r.SupportedMechanisms, []string{"PLAIN"}) {
-			t.Fatalf("got code %d mechanisms %q, want UNSUPPORTED_VERSION [PLAIN]", r.ErrorCode, r.SupportedMechanisms)
+		if r.ErrorCode != 0 || !slices.Equal(r.SupportedMechanisms, []string{"PLAIN"}) {
+			t.Fatalf("got code %d mechanisms %q, want success [PLAIN]", r.ErrorCode, r.SupportedMechanisms)
 		}
+		if tok := c.rawToken([]byte("\x00alice\x00alice-secret")); len(tok) != 0 {
+			t.Fatalf("PLAIN answered %q, want an empty token", tok)
+		}
+		c.send(metadata)
+		mr := kmsg.NewPtrMetadataResponse()
+		mr.Version = metadata.Version
+		if err := c.recv(mr); err != nil || len(mr.Brokers) != 1 {
+			t.Fatalf("metadata after a raw authentication: err %v, %d brokers", err, len(mr.Brokers))
+		}
+	})
+	t.Run("HandshakeV0RawWrongPassword", func(t *testing.T) {
+		// A refused raw token has no error to carry: the connection closes.
+		c := dialRaw(t, b)
+		c.send(handshake(0, "PLAIN"))
+		var r kmsg.SASLHandshakeResponse
+		r.Version = 0
+		if err := c.recv(&r); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("handshake: err %v code %d", err, r.ErrorCode)
+		}
+		c.sendRaw([]byte("\x00alice\x00nope"))
+		expectEOF(t, c)
+	})
+	t.Run("HandshakeV0RawThenRequestBeforeAuth", func(t *testing.T) {
+		// A Kafka request where a raw token is due is a token, and a
+		// malformed one: refused, closed.
+		c := dialRaw(t, b)
+		c.send(handshake(0, "PLAIN"))
+		var r kmsg.SASLHandshakeResponse
+		r.Version = 0
+		if err := c.recv(&r); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("handshake: err %v code %d", err, r.ErrorCode)
+		}
+		c.send(metadata)
 		expectEOF(t, c)
 	})
 	t.Run("AuthenticateBeforeHandshake", func(t *testing.T) {
@@ -307,6 +343,29 @@ func TestSASLRawConversation(t *testing.T) {
 			t.Fatalf("%d sessions left after End", open)
 		}
 	})
+}
+
+// sendRaw writes token as a bare size-prefixed frame (SaslHandshake v0).
+func (c *rawConn) sendRaw(token []byte) {
+	c.t.Helper()
+	if _, err := c.conn.Write(append(kbin.AppendInt32(nil, int32(len(token))), token...)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// rawToken sends a raw SASL token and reads the raw answer.
+func (c *rawConn) rawToken(token []byte) []byte {
+	c.t.Helper()
+	c.sendRaw(token)
+	var size [4]byte
+	if _, err := io.ReadFull(c.conn, size[:]); err != nil {
+		c.t.Fatalf("reading the raw SASL answer: %v", err)
+	}
+	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c.conn, buf); err != nil {
+		c.t.Fatalf("reading the raw SASL answer: %v", err)
+	}
+	return buf
 }
 
 // expectEOF asserts the broker closes the connection without a response.

@@ -105,11 +105,16 @@ type Broker struct {
 	LogFlushIntervalMs          int64  `mapstructure:"log.flush.interval.ms"`
 	LogRetentionCheckIntervalMs int64  `mapstructure:"log.retention.check.interval.ms"`
 	LogMessageTimestampType     string `mapstructure:"log.message.timestamp.type"`
-	LogCleanupPolicy            string `mapstructure:"log.cleanup.policy"`
-	LogCleanerDeleteRetentionMs int64  `mapstructure:"log.cleaner.delete.retention.ms"`
-	MinInsyncReplicas           int32  `mapstructure:"min.insync.replicas"`
-	UncleanLeaderElectionEnable bool   `mapstructure:"unclean.leader.election.enable"`
-	CompressionType             string `mapstructure:"compression.type"`
+	// KIP-937: a CreateTime record more than this far before (after) the
+	// broker's clock is refused with INVALID_TIMESTAMP; math.MaxInt64,
+	// the default, never refuses.
+	LogMessageTimestampBeforeMaxMs int64  `mapstructure:"log.message.timestamp.before.max.ms"`
+	LogMessageTimestampAfterMaxMs  int64  `mapstructure:"log.message.timestamp.after.max.ms"`
+	LogCleanupPolicy               string `mapstructure:"log.cleanup.policy"`
+	LogCleanerDeleteRetentionMs    int64  `mapstructure:"log.cleaner.delete.retention.ms"`
+	MinInsyncReplicas              int32  `mapstructure:"min.insync.replicas"`
+	UncleanLeaderElectionEnable    bool   `mapstructure:"unclean.leader.election.enable"`
+	CompressionType                string `mapstructure:"compression.type"`
 
 	// Log cleaner (compaction, core/log Cleaner).
 	LogCleanerEnable              bool    `mapstructure:"log.cleaner.enable"`
@@ -296,6 +301,8 @@ func DefaultBroker() Broker {
 		LogFlushIntervalMs:                 math.MaxInt64,
 		LogRetentionCheckIntervalMs:        300000,
 		LogMessageTimestampType:            "CreateTime",
+		LogMessageTimestampBeforeMaxMs:     math.MaxInt64,
+		LogMessageTimestampAfterMaxMs:      math.MaxInt64,
 		LogCleanupPolicy:                   "delete",
 		LogCleanerDeleteRetentionMs:        86400000,
 		MinInsyncReplicas:                  1,
@@ -388,6 +395,8 @@ func (b Broker) Validate() error {
 		{"transaction.state.log.min.isr", b.TransactionStateLogMinIsr >= 1},
 		{"transaction.state.log.segment.bytes", b.TransactionStateLogSegmentBytes >= 1024},
 		{"transaction.max.timeout.ms", b.TransactionMaxTimeoutMs >= 1},
+		{"log.message.timestamp.before.max.ms", b.LogMessageTimestampBeforeMaxMs >= 0},
+		{"log.message.timestamp.after.max.ms", b.LogMessageTimestampAfterMaxMs >= 0},
 		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", b.TransactionAbortTimedOutTransactionCleanupIntervalMs >= 1},
 	}
 	for _, c := range checks {

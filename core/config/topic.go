@@ -100,6 +100,10 @@ var topicKeyList = []Key{
 		Doc: "largest record batch accepted", brokerValue: func(b Broker) string { return itoa(int64(b.MessageMaxBytes)) }},
 	{Name: "message.timestamp.type", Type: TypeString, BrokerKey: "log.message.timestamp.type", allowed: []string{"CreateTime", "LogAppendTime"},
 		Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's", brokerValue: func(b Broker) string { return b.LogMessageTimestampType }},
+	{Name: "message.timestamp.before.max.ms", Type: TypeLong, BrokerKey: "log.message.timestamp.before.max.ms", min: 0,
+		Doc: "refuse CreateTime records more than this far before the broker's clock (INVALID_TIMESTAMP)", brokerValue: func(b Broker) string { return itoa(b.LogMessageTimestampBeforeMaxMs) }},
+	{Name: "message.timestamp.after.max.ms", Type: TypeLong, BrokerKey: "log.message.timestamp.after.max.ms", min: 0,
+		Doc: "refuse CreateTime records more than this far after the broker's clock (INVALID_TIMESTAMP)", brokerValue: func(b Broker) string { return itoa(b.LogMessageTimestampAfterMaxMs) }},
 	{Name: "delete.retention.ms", Type: TypeLong, BrokerKey: "log.cleaner.delete.retention.ms", min: 0,
 		Doc: "how long tombstones stay in compacted topics", brokerValue: func(b Broker) string { return itoa(b.LogCleanerDeleteRetentionMs) }},
 	{Name: "min.cleanable.dirty.ratio", Type: TypeDouble, BrokerKey: "log.cleaner.min.cleanable.ratio", min: 0, maxOne: true,
@@ -112,10 +116,10 @@ var topicKeyList = []Key{
 		Doc: "replicas that must have an acks=all write", brokerValue: func(b Broker) string { return itoa(int64(b.MinInsyncReplicas)) }},
 	{Name: "unclean.leader.election.enable", Type: TypeBoolean, BrokerKey: "unclean.leader.election.enable",
 		Doc: "allow an out-of-sync replica to become leader", brokerValue: func(b Broker) string { return strconv.FormatBool(b.UncleanLeaderElectionEnable) }},
-	// Only "producer" is accepted: batches are stored as the producer sent
-	// them, never recompressed.
-	{Name: "compression.type", Type: TypeString, BrokerKey: "compression.type", allowed: []string{"producer"},
-		Doc: "producer: keep the producer's compression", brokerValue: func(b Broker) string { return b.CompressionType }},
+	// A codec other than "producer" makes the leader re-encode every
+	// produced batch that is not already in it (core/record.Recompress).
+	{Name: "compression.type", Type: TypeString, BrokerKey: "compression.type", allowed: []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
+		Doc: "producer: keep the producer's compression; uncompressed, gzip, snappy, lz4, zstd: store every batch so", brokerValue: func(b Broker) string { return b.CompressionType }},
 }
 
 func init() {
@@ -161,12 +165,15 @@ type Topic struct {
 	FlushMs                     int64
 	MaxMessageBytes             int32
 	LogAppendTime               bool
+	TimestampBeforeMaxMs        int64 // message.timestamp.before.max.ms
+	TimestampAfterMaxMs         int64 // message.timestamp.after.max.ms
 	DeleteRetentionMs           int64
 	MinCleanableDirtyRatio      float64
 	MinCompactionLagMs          int64
 	MaxCompactionLagMs          int64
 	MinInsyncReplicas           int32
 	UncleanLeaderElectionEnable bool
+	CompressionType             string // compression.type: producer or a codec's name
 }
 
 // ResolveTopic computes a topic's effective config. Overrides must have
@@ -203,12 +210,15 @@ func ResolveTopic(b Broker, overrides map[string]string) (Topic, error) {
 		FlushMs:                     num("flush.ms"),
 		MaxMessageBytes:             int32(num("max.message.bytes")),
 		LogAppendTime:               val("message.timestamp.type") == "LogAppendTime",
+		TimestampBeforeMaxMs:        num("message.timestamp.before.max.ms"),
+		TimestampAfterMaxMs:         num("message.timestamp.after.max.ms"),
 		DeleteRetentionMs:           num("delete.retention.ms"),
 		MinCleanableDirtyRatio:      ratio,
 		MinCompactionLagMs:          num("min.compaction.lag.ms"),
 		MaxCompactionLagMs:          num("max.compaction.lag.ms"),
 		MinInsyncReplicas:           int32(num("min.insync.replicas")),
 		UncleanLeaderElectionEnable: val("unclean.leader.election.enable") == "true",
+		CompressionType:             val("compression.type"),
 	}, nil
 }
 

@@ -15,7 +15,7 @@ import (
 // Compress compresses a batch's records section with c, in the form Kafka
 // clients read: a gzip stream, xerial-framed snappy (as the Java client
 // writes it), an LZ4 frame, or a zstd frame. CodecNone returns a copy.
-// It is meant for tests and tools; the broker never recompresses.
+// The broker uses it through Recompress (topic compression.type).
 func Compress(c Codec, src []byte) ([]byte, error) {
 	switch c {
 	case CodecNone:
@@ -83,3 +83,44 @@ func xerialBytes(src []byte) []byte {
 var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 	return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 })
+
+// Recompress returns batch (one whole, validated RecordBatch v2) with its
+// records section re-encoded with c, as Kafka's broker does for a topic
+// whose compression.type names a codec: the header is kept (offsets,
+// timestamps, producer fields, transactional and timestamp-type bits),
+// the codec bits, batch length and CRC are rewritten. A batch already in
+// c is returned as is. limit bounds the decompressed size (limit <= 0
+// means DefaultDecompressLimit). Control batches are never compressed and are returned as
+// is.
+func Recompress(batch []byte, c Codec, limit int) ([]byte, error) {
+	h, err := ParseHeader(batch)
+	if err != nil {
+		return nil, err
+	}
+	if h.Codec() == c || h.Control() {
+		return batch, nil
+	}
+	if len(batch) < h.Size() {
+		return nil, fmt.Errorf("%w: batch of %d bytes, header says %d", ErrShort, len(batch), h.Size())
+	}
+	if limit <= 0 {
+		limit = DefaultDecompressLimit
+	}
+	raw, err := Decompress(h.Codec(), batch[HeaderSize:h.Size()], limit)
+	if err != nil {
+		return nil, err
+	}
+	body, err := Compress(c, raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, HeaderSize+len(body))
+	copy(out, batch[:HeaderSize])
+	copy(out[HeaderSize:], body)
+	be := binary.BigEndian
+	be.PutUint32(out[offBatchLength:], uint32(len(out)-lengthPrefix))
+	attrs := be.Uint16(out[offAttributes:])&^attrCodecMask | uint16(c)
+	be.PutUint16(out[offAttributes:], attrs)
+	SetCRC(out)
+	return out, nil
+}

@@ -1,7 +1,9 @@
 package record_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/vltava/vltava/core/record"
@@ -119,6 +121,42 @@ func FuzzDecompress(f *testing.F) {
 		}
 		if err != nil && !errors.Is(err, record.ErrCorrupt) && !errors.Is(err, record.ErrDecompressLimit) && !errors.Is(err, record.ErrUnsupportedCodec) {
 			t.Fatalf("unclassified error %v", err)
+		}
+	})
+}
+
+// FuzzRecompress: a batch Validate accepts re-encodes into every codec as
+// a batch Validate accepts, holding the same records.
+func FuzzRecompress(f *testing.F) {
+	for _, b := range seedBatches() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := record.Validate(b, record.ValidateOptions{DecompressLimit: fuzzLimit}); err != nil {
+			return
+		}
+		var want []record.Record
+		if err := record.Records(b, fuzzLimit, func(r record.Record) error { want = append(want, r); return nil }); err != nil {
+			t.Fatalf("Records of a valid batch: %v", err)
+		}
+		for _, c := range []record.Codec{record.CodecNone, record.CodecGzip, record.CodecSnappy, record.CodecLZ4, record.CodecZstd} {
+			out, err := record.Recompress(b, c, fuzzLimit)
+			if err != nil {
+				t.Fatalf("recompress a valid batch to %s: %v", c, err)
+			}
+			if _, err := record.Validate(out, record.ValidateOptions{DecompressLimit: 2 * fuzzLimit}); err != nil {
+				t.Fatalf("recompressed to %s, the batch no longer validates: %v", c, err)
+			}
+			n := 0
+			if err := record.Records(out, 2*fuzzLimit, func(r record.Record) error {
+				if n >= len(want) || !bytes.Equal(r.Value, want[n].Value) || !bytes.Equal(r.Key, want[n].Key) || r.Offset != want[n].Offset || r.Timestamp != want[n].Timestamp {
+					return fmt.Errorf("record %d differs", n)
+				}
+				n++
+				return nil
+			}); err != nil || n != len(want) {
+				t.Fatalf("recompressed to %s: %v (%d of %d records)", c, err, n, len(want))
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,8 +47,9 @@ type ValidateOptions struct {
 	// message.timestamp.after.max.ms checks (KIP-937) when non-zero: a
 	// CreateTime record timestamp earlier than NowMs-TimestampBeforeMaxMs
 	// or later than NowMs+TimestampAfterMaxMs fails with
-	// INVALID_TIMESTAMP. A bound of zero or less disables that side.
-	// Leave NowMs zero for topics with message.timestamp.type
+	// INVALID_TIMESTAMP. A negative bound, or math.MaxInt64 (Kafka's
+	// default), disables that side; 0 allows no difference at all, as in
+	// Kafka. Leave NowMs zero for topics with message.timestamp.type
 	// LogAppendTime, whose timestamps the broker overwrites.
 	NowMs                int64
 	TimestampBeforeMaxMs int64
@@ -207,16 +209,17 @@ func validateRecords(h Header, records []byte, opts *ValidateOptions) error {
 // timestampBounds returns the accepted record timestamp range, and
 // whether any check is enabled.
 func timestampBounds(o *ValidateOptions) (lo, hi int64, on bool) {
-	lo, hi = -1<<63, 1<<63-1
+	lo, hi = math.MinInt64, math.MaxInt64
 	if o.NowMs == 0 {
 		return lo, hi, false
 	}
-	if o.TimestampBeforeMaxMs > 0 {
-		lo = o.NowMs - o.TimestampBeforeMaxMs
+	// Saturating: a bound past the int64 range is no bound.
+	if b := o.TimestampBeforeMaxMs; b >= 0 && b != math.MaxInt64 && o.NowMs >= math.MinInt64+b {
+		lo = o.NowMs - b
 		on = true
 	}
-	if o.TimestampAfterMaxMs > 0 {
-		hi = o.NowMs + o.TimestampAfterMaxMs
+	if a := o.TimestampAfterMaxMs; a >= 0 && a != math.MaxInt64 && o.NowMs <= math.MaxInt64-a {
+		hi = o.NowMs + a
 		on = true
 	}
 	return lo, hi, on

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -110,6 +111,10 @@ func TestValidate(t *testing.T) {
 		{name: "timestamp in range", batch: good, opts: record.ValidateOptions{NowMs: 1_700_000_000_001, TimestampBeforeMaxMs: 1, TimestampAfterMaxMs: 1}},
 		{name: "timestamp too old", batch: good, opts: record.ValidateOptions{NowMs: 1_700_000_000_010, TimestampBeforeMaxMs: 5}, code: kerr.InvalidTimestamp},
 		{name: "timestamp too new", batch: good, opts: record.ValidateOptions{NowMs: 1_699_999_999_990, TimestampAfterMaxMs: 5}, code: kerr.InvalidTimestamp},
+		{name: "timestamp bounds Kafka's default", batch: good, opts: record.ValidateOptions{NowMs: 1_700_000_000_001, TimestampBeforeMaxMs: math.MaxInt64, TimestampAfterMaxMs: math.MaxInt64}},
+		{name: "timestamp bounds near overflow", batch: good, opts: record.ValidateOptions{NowMs: 1_699_999_999_990, TimestampBeforeMaxMs: math.MaxInt64 - 1, TimestampAfterMaxMs: math.MaxInt64 - 1}},
+		{name: "timestamp bounds negative", batch: good, opts: record.ValidateOptions{NowMs: 5, TimestampBeforeMaxMs: -1, TimestampAfterMaxMs: -1}},
+		{name: "timestamp after zero", batch: good, opts: record.ValidateOptions{NowMs: 1_700_000_000_001, TimestampBeforeMaxMs: -1, TimestampAfterMaxMs: 0}, code: kerr.InvalidTimestamp},
 		{name: "compacted internal", batch: rawBatch(0, 3, 5, kr(0, 3, 5)), opts: record.ValidateOptions{Internal: true}},
 		{name: "compacted empty internal", batch: rawBatch(0, 0, 5, nil), opts: record.ValidateOptions{Internal: true}},
 		{name: "compacted from client", batch: rawBatch(0, 3, 5, kr(0, 3, 5)), code: kerr.InvalidRecord},

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/vltava/vltava/core/invariant"
 )
 
@@ -123,7 +125,12 @@ func (c *conn) read() {
 			c.logReadErr(err)
 			return
 		}
-		req, err := DecodeRequest(payload)
+		var req *Request
+		if c.info.rawSASL.Load() {
+			req = rawSASLRequest(payload)
+		} else {
+			req, err = DecodeRequest(payload)
+		}
 		if err != nil {
 			c.s.pool.release(reserved)
 			if req != nil {
@@ -395,6 +402,9 @@ func (c *conn) serveRequest(req *Request) error {
 	if resp.Done != nil {
 		defer resp.Done()
 	}
+	if req.RawSASL {
+		return c.writeRawSASL(resp)
+	}
 	if err := c.w.write(req.CorrelationID, flexibleResponseHeader(req, resp), resp); err != nil {
 		return err
 	}
@@ -404,6 +414,32 @@ func (c *conn) serveRequest(req *Request) error {
 	}
 	if resp.Throttle > 0 {
 		c.mute(resp.Throttle)
+	}
+	return nil
+}
+
+// writeRawSASL answers a raw SASL token (ConnInfo.SetRawSASL) with the
+// response's token as a bare size-prefixed frame, or, when the response
+// carries an error, closes the connection without writing.
+func (c *conn) writeRawSASL(resp *Response) error {
+	r, ok := resp.Msg.(*kmsg.SASLAuthenticateResponse)
+	if !ok {
+		return fmt.Errorf("wire: a raw SASL token answered with %T", resp.Msg)
+	}
+	if r.ErrorCode != 0 {
+		msg := ""
+		if r.ErrorMessage != nil {
+			msg = *r.ErrorMessage
+		}
+		c.log.Info("wire: closing connection: raw SASL authentication failed", "error_code", r.ErrorCode, "message", msg)
+		c.close()
+		return nil
+	}
+	if err := c.w.writeRaw(r.SASLAuthBytes); err != nil {
+		return err
+	}
+	if resp.CloseAfter {
+		c.close()
 	}
 	return nil
 }

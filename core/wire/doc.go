@@ -192,4 +192,18 @@
 // ConnInfo.SetAuthenticated(true) (sasl.server.max.receive.size on SASL
 // listeners), so an unauthenticated peer cannot make the server reserve
 // socket.request.max.bytes.
+//
+// # Raw SASL tokens
+//
+// After a SaslHandshake v0 (KIP-43) a client sends its SASL tokens as
+// bare frames: [int32 size][token], no request header; the server answers
+// each with [int32 size][token] (possibly empty), no response header. The
+// Handler announces this with ConnInfo.SetRawSASL(true) before answering
+// the handshake; the reader then wraps each frame as a SaslAuthenticate v0
+// request marked RawSASL, and the writer sends the answer's SASLAuthBytes
+// bare, or, for an answer with an error code, nothing, closing the
+// connection. The Handler clears the flag before answering the token that
+// completes authentication. The client writes each frame only after
+// reading the previous answer, so the reader always sees the flag the
+// Handler set for it.
 package wire

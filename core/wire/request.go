@@ -18,6 +18,18 @@ import (
 // api version, correlation id).
 const minHeaderBytes = 8
 
+// saslAuthenticateKey is SaslAuthenticate's API key, under which raw
+// SASL tokens reach the Handler.
+const saslAuthenticateKey = 36
+
+// rawSASLRequest wraps a raw SASL token frame (ConnInfo.SetRawSASL).
+func rawSASLRequest(payload []byte) *Request {
+	body := kmsg.NewPtrSASLAuthenticateRequest()
+	body.Version = 0
+	body.SASLAuthBytes = payload
+	return &Request{Key: saslAuthenticateKey, Version: 0, Body: body, RawSASL: true}
+}
+
 // apiVersionsKey is the API key of ApiVersions, whose newer-than-known
 // versions are delivered with a nil Body and whose response header is
 // always v0.
@@ -38,6 +50,10 @@ type Request struct {
 	// Conn describes the connection the request arrived on. It is shared by
 	// all requests of the connection.
 	Conn *ConnInfo
+	// RawSASL marks a raw SASL token (see ConnInfo.SetRawSASL): the frame
+	// had no request header; Key and Version are SaslAuthenticate v0's and
+	// Body a SASLAuthenticateRequest holding the token.
+	RawSASL bool
 	// Parked is the time the handler spent waiting rather than working (a
 	// fetch's long poll, an acks=all produce's wait for the ISR). Handlers
 	// that wait add to it; the request-time quota does not count it.
@@ -76,7 +92,23 @@ type ConnInfo struct {
 	// authenticated lifts ListenerConfig.PreAuthMaxRequestBytes; see
 	// SetAuthenticated.
 	authenticated atomic.Bool
+	// rawSASL: the next frames are raw SASL tokens; see SetRawSASL.
+	rawSASL atomic.Bool
 }
+
+// SetRawSASL tells the server whether the connection's next frames are
+// raw SASL tokens rather than requests: after a SaslHandshake v0 (KIP-43)
+// the client sends each token as a bare size-prefixed frame, without a
+// request header, and reads the server's token the same way. While it is
+// set, the server hands each frame to the Handler as a SaslAuthenticate
+// v0 request with RawSASL set and the frame as SASLAuthBytes, and writes
+// the answer's SASLAuthBytes as a bare size-prefixed frame; an answer
+// with an error code writes nothing and closes the connection (a raw
+// exchange has no way to carry one). The Handler sets it before
+// answering the handshake and clears it before answering the token that
+// completes authentication: the client sends its next frame only after
+// reading that answer, so the reader sees the change in time.
+func (c *ConnInfo) SetRawSASL(raw bool) { c.rawSASL.Store(raw) }
 
 // SetAuthenticated tells the server that the connection has (true) or no
 // longer has (false) an authenticated session, so frames before

@@ -70,6 +70,20 @@ func (w *writer) write(corrID int32, flexibleHeader bool, resp *Response) error 
 	return err
 }
 
+// writeRaw writes b as a bare size-prefixed frame, without a response
+// header (a raw SASL token, ConnInfo.SetRawSASL).
+func (w *writer) writeRaw(b []byte) error {
+	if len(b) > math.MaxInt32 {
+		return fmt.Errorf("wire: raw frame of %d bytes is too large", len(b))
+	}
+	hdr := binary.BigEndian.AppendUint32(w.hdr[:0], uint32(len(b)))
+	w.hdr = hdr
+	w.pend = append(w.pend[:0], hdr, b)
+	err := w.flush()
+	w.release()
+	return err
+}
+
 // writeBody writes hdr and the frame's runs. Byte runs are gathered and go
 // out in one writev before each file range (sendfile path) or each full
 // copy chunk (copy path).

@@ -2,6 +2,7 @@ package acceptance
 
 import (
 	"bytes"
+	stdcmp "cmp"
 	"context"
 	"errors"
 	"flag"
@@ -21,6 +22,8 @@ import (
 	segkafka "github.com/segmentio/kafka-go"
 	segcompress "github.com/segmentio/kafka-go/compress"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vltava/vltava/daemon/daemontest"
 )
 
 // The client compatibility matrix: every client the tests drive, every
@@ -52,6 +55,12 @@ type compatClient struct {
 	name     string
 	missing  func() string // why it cannot run here, or ""
 	features map[string]func(ctx context.Context, addr, topic string) error
+	// secure produces the compat values through a secured listener (the
+	// security columns); secureNA lists the columns it has no mechanism
+	// for, secureMissing why a column cannot run here ("" when it can).
+	secure        func(ctx context.Context, s secCell, topic string) error
+	secureNA      []string
+	secureMissing map[string]string
 }
 
 const compatRecords = 20
@@ -91,9 +100,10 @@ func expectValues(ctx context.Context, addr, topic string, committedOnly bool) e
 	return nil
 }
 
-// seed writes compatRecords values with franz-go for the consume cells.
-func seed(ctx context.Context, addr, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
+// seed writes compatRecords values with franz-go for the consume cells
+// (snappy-compressed, franz-go's default, unless opts say otherwise).
+func seed(ctx context.Context, addr, topic string, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation()}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -421,6 +431,20 @@ func kcatFeatures(kcat string) map[string]func(ctx context.Context, addr, topic 
 	}
 }
 
+// kcatVersion is "kcat X (librdkafka Y)" from kcat -V.
+func kcatVersion(kcat string) string {
+	out, _ := exec.Command(kcat, "-V").Output()
+	after := func(prefix string) string {
+		if i := strings.Index(string(out), prefix); i >= 0 {
+			if fs := strings.Fields(string(out)[i+len(prefix):]); len(fs) > 0 {
+				return fs[0]
+			}
+		}
+		return "?"
+	}
+	return fmt.Sprintf("kcat %s (librdkafka %s)", after("Version "), after("librdkafka "))
+}
+
 // lockedWriter lets a test read what a process writes while it runs.
 type lockedWriter struct {
 	mu *sync.Mutex
@@ -508,20 +532,28 @@ func segmentioFeatures() map[string]func(ctx context.Context, addr, topic string
 func TestCompatibilityMatrix(t *testing.T) {
 	d := startDaemon(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	addr := d.Addr()
+	sec := startCompatSecure(t, daemontest.Build(t))
 	kcat, kcatErr := exec.LookPath("kcat")
+	kjs, kjsMissing := installKafkajs(t.TempDir())
 	clients := []compatClient{
-		{name: "franz-go (kgo)", features: franzFeatures()},
-		{name: "sarama", features: saramaFeatures()},
-		{name: "kcat (librdkafka)", features: nil, missing: func() string {
+		{name: "franz-go (kgo)", features: franzFeatures(), secure: franzSecure},
+		{name: "sarama", features: saramaFeatures(), secure: saramaSecure},
+		{name: "kcat (librdkafka)", missing: func() string {
 			if kcatErr != nil {
 				return "kcat not installed (Debian package kcat)"
 			}
 			return ""
-		}},
-		{name: "segmentio/kafka-go", features: segmentioFeatures()},
+		}, secureMissing: map[string]string{"SASL GSSAPI": kcatGSSAPIMissing()}},
+		{name: "segmentio/kafka-go", features: segmentioFeatures(), secure: segmentioSecure, secureNA: []string{"SASL GSSAPI"}},
+		{name: "kafkajs", missing: func() string { return kjsMissing }, secureNA: []string{"SASL GSSAPI"}},
 	}
 	if kcatErr == nil {
-		clients[2].features = kcatFeatures(kcat)
+		clients[2].features, clients[2].secure = kcatFeatures(kcat), kcatSecure(kcat)
+	}
+	if kjs != nil {
+		clients[4].features, clients[4].secure = kjs.features(), kjs.secure
+	} else {
+		t.Logf("kafkajs not run: %s", kjsMissing)
 	}
 	// Cells run eight at a time, each on a topic of its own.
 	got := map[string]map[string]string{}
@@ -529,43 +561,76 @@ func TestCompatibilityMatrix(t *testing.T) {
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	n := 0
+	run := func(c compatClient, f string, fn func(ctx context.Context, topic string) error) {
+		n++
+		topic := fmt.Sprintf("compat-%d", n)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			start := time.Now()
+			err := fn(ctx, topic)
+			cancel()
+			if took := time.Since(start); took > 5*time.Second {
+				t.Logf("%s / %s took %v", c.name, f, took.Round(time.Millisecond))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				got[c.name][f] = "fail"
+				t.Logf("%s / %s: %v", c.name, f, err)
+			} else {
+				got[c.name][f] = pass
+			}
+		})
+	}
 	for _, c := range clients {
 		got[c.name] = map[string]string{}
+		missing := ""
+		if c.missing != nil {
+			missing = c.missing()
+		}
 		for _, f := range compatFeatures {
-			n++
 			fn := c.features[f]
 			switch {
-			case c.missing != nil && c.missing() != "":
+			case missing != "":
 				got[c.name][f] = notRun
-				continue
 			case fn == nil:
 				got[c.name][f] = na
-				continue
+			default:
+				run(c, f, func(ctx context.Context, topic string) error { return fn(ctx, addr, topic) })
 			}
-			topic := fmt.Sprintf("compat-%d", n)
-			wg.Go(func() {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				start := time.Now()
-				err := fn(ctx, addr, topic)
-				cancel()
-				if took := time.Since(start); took > 5*time.Second {
-					t.Logf("%s / %s took %v", c.name, f, took.Round(time.Millisecond))
+		}
+		for _, f := range compatSecurity {
+			cell, ok := sec.cells[f]
+			why := stdcmp.Or(missing, c.secureMissing[f], sec.skipped[f])
+			switch {
+			case slices.Contains(c.secureNA, f) || (c.secure == nil && missing == ""):
+				got[c.name][f] = na
+			case why != "" || !ok:
+				got[c.name][f] = notRun
+				if missing == "" {
+					t.Logf("%s / %s not run: %s", c.name, f, why)
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					got[c.name][f] = "fail"
-					t.Logf("%s / %s: %v", c.name, f, err)
-				} else {
-					got[c.name][f] = pass
-				}
-			})
+			default:
+				run(c, f, func(ctx context.Context, topic string) error {
+					if err := c.secure(ctx, cell, topic); err != nil {
+						return err
+					}
+					return expectValues(ctx, cell.plainAddr, topic, false)
+				})
+			}
 		}
 	}
 	wg.Wait()
-	doc := renderCompat(clients, got)
+	versions := ""
+	if kcatErr == nil {
+		versions += ", " + kcatVersion(kcat)
+	}
+	if kjs != nil {
+		versions += ", " + kjs.version()
+	}
+	doc := renderCompat(clients, got, versions)
 	if *updateCompat {
 		if err := os.WriteFile(compatPath, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
@@ -578,7 +643,11 @@ func TestCompatibilityMatrix(t *testing.T) {
 	}
 	for client, row := range got {
 		for f, v := range row {
-			w := want[client][f]
+			w, ok := want[client][f]
+			if !ok {
+				t.Errorf("%s / %s: %s, and the matrix has no such cell (regenerate with -update-compat)", client, f, v)
+				continue
+			}
 			if v == notRun || w == notRun {
 				continue
 			}
@@ -592,24 +661,37 @@ func TestCompatibilityMatrix(t *testing.T) {
 	}
 }
 
-func renderCompat(clients []compatClient, got map[string]map[string]string) string {
+func renderCompat(clients []compatClient, got map[string]map[string]string, versions string) string {
 	var b strings.Builder
 	b.WriteString("# Client compatibility\n\n")
 	b.WriteString("Generated by `go test ./daemon/acceptance -run TestCompatibilityMatrix -update-compat`: each client\n")
 	b.WriteString("library drives each feature against a real vltavad, and the result is read back with franz-go\n")
 	b.WriteString("(transactions with read_committed). The same test, run without the flag, fails when a cell changes.\n")
-	b.WriteString("`n/a`: the client has no such feature. `not run`: the client is not installed where the matrix was made.\n")
-	b.WriteString("SASL mechanisms and TLS join the matrix with the security work (issue 10).\n\n")
-	fmt.Fprintf(&b, "Go %s, %s/%s.\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	b.WriteString("| client | " + strings.Join(compatFeatures, " | ") + " |\n")
-	b.WriteString("|---" + strings.Repeat("|---", len(compatFeatures)) + "|\n")
-	for _, c := range clients {
-		row := []string{c.name}
-		for _, f := range compatFeatures {
-			row = append(row, got[c.name][f])
+	b.WriteString("`n/a`: the client has no such feature. `not run`: the client (or what the cell needs, such as a\n")
+	b.WriteString("Kerberos KDC) is not installed where the matrix was made.\n\n")
+	fmt.Fprintf(&b, "Go %s, %s/%s%s; the Go clients' versions are go.mod's.\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, versions)
+	table := func(cols []string) {
+		b.WriteString("| client | " + strings.Join(cols, " | ") + " |\n")
+		b.WriteString("|---" + strings.Repeat("|---", len(cols)) + "|\n")
+		for _, c := range clients {
+			row := []string{c.name}
+			for _, f := range cols {
+				row = append(row, got[c.name][f])
+			}
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 		}
-		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
+	table(compatFeatures)
+	b.WriteString("\nkafkajs builds in gzip only; snappy, lz4 and zstd need codec packages of their own\n")
+	b.WriteString("(kafkajs-snappy, kafkajs-lz4, @kafkajs/zstd), which the matrix does not install. kafkajs is\n")
+	b.WriteString("pinned by `daemon/acceptance/testdata/kafkajs/package-lock.json`.\n\n")
+	b.WriteString("## Security\n\n")
+	b.WriteString("Each client produces through a SASL_PLAINTEXT listener (the `simple` authenticator's PLAIN and\n")
+	b.WriteString("SCRAM over stored SCRAM credentials; `kerberos` with a keytab against a test MIT KDC for GSSAPI),\n")
+	b.WriteString("an SSL listener, an SSL listener with `ssl.client.auth: required`, and a SASL_SSL listener (SCRAM over\n")
+	b.WriteString("TLS); franz-go reads the records back on the broker's PLAINTEXT listener. segmentio/kafka-go and\n")
+	b.WriteString("kafkajs have no GSSAPI mechanism.\n\n")
+	table(compatSecurity)
 	return b.String()
 }
 
@@ -622,15 +704,22 @@ func parseCompat(path string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	var header []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "| ") {
+		if !strings.HasPrefix(line, "|") {
+			header = nil // tables are separated by text
 			continue
+		}
+		if !strings.HasPrefix(line, "| ") {
+			continue // |---|---|
 		}
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
 		if header == nil {
 			header = cells
 			continue
 		}
-		row := map[string]string{}
+		row := out[cells[0]]
+		if row == nil {
+			row = map[string]string{}
+		}
 		for i := 1; i < len(cells) && i < len(header); i++ {
 			row[header[i]] = cells[i]
 		}

@@ -32,8 +32,17 @@
 //     group; DeleteGroups and OffsetDelete through kadm, across restarts.
 //   - groups_restart_test.go: classic and KIP-848 groups keep their
 //     members, epoch and offsets across a clean and a kill -9 restart.
+//   - compat_test.go (with compat_security_test.go and
+//     compat_kafkajs_test.go): the client compatibility matrix,
+//     conformance/docs/client-compatibility.md — franz-go, sarama, kcat,
+//     segmentio/kafka-go and kafkajs against codecs, consuming,
+//     idempotence, transactions, groups, SASL PLAIN/SCRAM/GSSAPI (a test
+//     MIT KDC), TLS, client certificates and SASL_SSL. kafkajs runs
+//     testdata/kafkajs/driver.js with node; its locked packages are
+//     installed with `npm ci` once into the user cache directory.
 //
-// kcat is optional: without it (Debian package "kcat") its parts skip and
-// say so. Under -short the record counts shrink (100,000 records per
+// kcat, node/npm and MIT Kerberos are optional: without them (Debian
+// packages "kcat", "nodejs" and "npm", "krb5-kdc" and
+// "krb5-admin-server") their parts skip or are "not run", and say so. Under -short the record counts shrink (100,000 records per
 // client become 10,000).
 package acceptance

@@ -2,7 +2,10 @@ package replica
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -186,3 +190,145 @@ func (fixedPart) EndOffsetForEpoch(int32) (int32, int64)   { return -1, -1 }
 func (fixedPart) AppendFetched([]byte, int64, int64) error { return nil }
 func (fixedPart) TruncateTo(int64) error                   { return nil }
 func (fixedPart) TruncateFullyAndStartAt(int64) error      { return nil }
+
+// BenchmarkFetchClient fetches 1 MiB of record batches over and over
+// from a canned server (a goroutine answering ApiVersions and Fetch with
+// pre-encoded responses, allocating nothing per request), so -benchmem
+// counts the client's allocations only: what a follower's fetch costs the
+// garbage collector. kgo (the fetchers' client before WireDialer)
+// allocates a buffer per response; WireDialer's client reuses one.
+//
+//	go test -run '^$' -bench FetchClient -benchmem ./core/replica/
+func BenchmarkFetchClient(b *testing.B) {
+	addr := cannedServer(b, 1<<20)
+	ctx := context.Background()
+	ft := &fetcher{cfg: Config{ReplicaID: -1, BrokerEpoch: -1}.normalized()}
+	run := func(b *testing.B, fc FetchClient) {
+		defer fc.Close()
+		var n int
+		for b.Loop() {
+			req, _ := ft.request([]*followed{{p: &fixedPart{}, topic: "t", partition: 0}})
+			resp, err := fc.Fetch(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(resp.Topics[0].Partitions[0].RecordBatches)
+		}
+		b.SetBytes(int64(n))
+	}
+	b.Run("wire", func(b *testing.B) {
+		fc, err := WireDialer(ConnConfig{})(BrokerAddr{Addr: addr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, fc)
+	})
+	b.Run("kgo", func(b *testing.B) {
+		maxV := kversion.Stable()
+		maxV.SetMaxKeyVersion(kmsg.Fetch.Int16(), fetchVersion)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(maxV))
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, kgoFetch{cl.SeedBrokers()[0], cl})
+	})
+}
+
+// cannedServer answers every connection's ApiVersions and Fetch requests
+// with fixed responses, the Fetch one carrying size bytes of batches.
+func cannedServer(b *testing.B, size int) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	av := kmsg.NewPtrApiVersionsResponse()
+	av.Version = 3
+	for _, k := range []int16{kmsg.Fetch.Int16(), kmsg.ApiVersions.Int16(), kmsg.Metadata.Int16()} {
+		ak := kmsg.NewApiVersionsResponseApiKey()
+		ak.ApiKey = k
+		ak.MaxVersion = map[int16]int16{kmsg.Fetch.Int16(): fetchVersion, kmsg.ApiVersions.Int16(): 3, kmsg.Metadata.Int16(): 9}[k]
+		av.ApiKeys = append(av.ApiKeys, ak)
+	}
+	fr := kmsg.NewPtrFetchResponse()
+	fr.Version = fetchVersion
+	ft := kmsg.NewFetchResponseTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchResponseTopicPartition()
+	fp.HighWatermark, fp.LastStableOffset = 1000, 1000
+	fp.RecordBatches = make([]byte, size)
+	ft.Partitions = append(ft.Partitions, fp)
+	fr.Topics = append(fr.Topics, ft)
+	// Response frames: size, correlation ID (patched per request), the
+	// header tags of flexible responses other than ApiVersions, the body.
+	frame := func(body []byte, tags bool) []byte {
+		out := make([]byte, 8)
+		if tags {
+			out = append(out, 0)
+		}
+		out = append(out, body...)
+		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+		return out
+	}
+	avFrame, fetchFrame := frame(av.AppendTo(nil), false), frame(fr.AppendTo(nil), true)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				hdr := make([]byte, 12)
+				body := make([]byte, 1<<16)
+				for {
+					if _, err := io.ReadFull(conn, hdr); err != nil {
+						return
+					}
+					n := int(binary.BigEndian.Uint32(hdr)) - 8
+					for n > 0 {
+						m, err := conn.Read(body[:min(n, len(body))])
+						if err != nil {
+							return
+						}
+						n -= m
+					}
+					out := fetchFrame
+					if int16(binary.BigEndian.Uint16(hdr[4:])) == kmsg.ApiVersions.Int16() {
+						out = avFrame
+					}
+					copy(out[4:8], hdr[8:12])
+					if _, err := conn.Write(out); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// kgoFetch sends Fetch through a kgo.Broker, as the fetchers did before
+// WireDialer (for BenchmarkFetchClient only).
+type kgoFetch struct {
+	b  *kgo.Broker
+	cl *kgo.Client
+}
+
+func (k kgoFetch) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	resp, err := k.b.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.FetchResponse), nil
+}
+
+func (kgoFetch) OffsetForLeaderEpoch(context.Context, *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
+	return nil, errors.New("not used")
+}
+
+func (kgoFetch) ListOffsets(context.Context, *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	return nil, errors.New("not used")
+}
+
+func (k kgoFetch) Close() { k.cl.Close() }

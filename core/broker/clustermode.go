@@ -74,7 +74,7 @@ func (b *Broker) alone() bool {
 // startCluster registers the broker and starts the watcher, fetchers and
 // the ISR checks. The listener must be bound (its address is registered).
 func (b *Broker) startCluster() error {
-	ibOpts, err := b.interBrokerOpts()
+	ibTLS, ibSASL, err := b.interBrokerSecurity()
 	if err != nil {
 		if !b.alone() {
 			return err
@@ -83,7 +83,7 @@ func (b *Broker) startCluster() error {
 		// fetchers never dial, and a single SASL broker needs no
 		// inter-broker credentials (as before every broker ran
 		// core/cluster).
-		ibOpts = nil
+		ibTLS, ibSASL = nil, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cs := &clusterState{cancel: cancel}
@@ -94,8 +94,10 @@ func (b *Broker) startCluster() error {
 		MaxWait:           time.Duration(b.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		PartitionMaxBytes: b.cfg.ReplicaFetchMaxBytes,
 		Backoff:           200 * time.Millisecond,
-		Dial:              replica.KgoDialer(fmt.Sprintf("vltava-replica-%d", b.cfg.NodeID), ibOpts...),
-		Logger:            b.logger,
+		Dial: replica.WireDialer(replica.ConnConfig{
+			ClientID: fmt.Sprintf("vltava-replica-%d", b.cfg.NodeID), TLS: ibTLS, SASL: ibSASL,
+		}),
+		Logger: b.logger,
 	})
 	b.cl = cs
 	host, port := b.advertised()

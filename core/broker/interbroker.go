@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"fmt"
 	"strings"
 
@@ -20,29 +21,46 @@ import (
 // and inter.broker.sasl.username/password. A broker the others do not
 // accept cannot fetch: its fetchers log the refusal and retry.
 func (b *Broker) interBrokerOpts() ([]kgo.Opt, error) {
-	ib, err := b.cfg.InterBrokerListener() // validated in New
+	tc, m, err := b.interBrokerSecurity()
 	if err != nil {
 		return nil, err
 	}
 	var opts []kgo.Opt
-	if ib.TLS() {
-		tc, err := tlsconf.FilesOf(b.cfg).Client()
-		if err != nil {
-			return nil, fmt.Errorf("broker: inter-broker listener %s: %w", ib.Name, err)
-		}
+	if tc != nil {
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
-	if ib.SASL() {
-		if b.cfg.InterBrokerSaslUsername == "" {
-			return nil, fmt.Errorf("broker: the inter-broker listener %s uses SASL: set sasl.mechanism.inter.broker.protocol, inter.broker.sasl.username and inter.broker.sasl.password", ib.Name)
-		}
-		m, err := interBrokerMechanism(b.cfg.SaslMechanismInterBrokerProtocol, b.cfg.InterBrokerSaslUsername, b.cfg.InterBrokerSaslPassword)
-		if err != nil {
-			return nil, err
-		}
+	if m != nil {
 		opts = append(opts, kgo.SASL(m))
 	}
 	return opts, nil
+}
+
+// interBrokerSecurity is the TLS client configuration and SASL mechanism
+// (each nil when the inter-broker listener does not use it) of this
+// broker's connections to the others, as interBrokerOpts describes.
+func (b *Broker) interBrokerSecurity() (*tls.Config, sasl.Mechanism, error) {
+	ib, err := b.cfg.InterBrokerListener() // validated in New
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		tc *tls.Config
+		m  sasl.Mechanism
+	)
+	if ib.TLS() {
+		if tc, err = tlsconf.FilesOf(b.cfg).Client(); err != nil {
+			return nil, nil, fmt.Errorf("broker: inter-broker listener %s: %w", ib.Name, err)
+		}
+	}
+	if ib.SASL() {
+		if b.cfg.InterBrokerSaslUsername == "" {
+			return nil, nil, fmt.Errorf("broker: the inter-broker listener %s uses SASL: set sasl.mechanism.inter.broker.protocol, inter.broker.sasl.username and inter.broker.sasl.password", ib.Name)
+		}
+		if m, err = interBrokerMechanism(b.cfg.SaslMechanismInterBrokerProtocol, b.cfg.InterBrokerSaslUsername, b.cfg.InterBrokerSaslPassword); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tc, m, nil
 }
 
 func interBrokerMechanism(mech, user, pass string) (sasl.Mechanism, error) {

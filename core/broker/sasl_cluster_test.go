@@ -130,3 +130,76 @@ func TestSASLInterBroker(t *testing.T) {
 		t.Errorf("the broker's log does not say why it cannot replicate:\n%s", l)
 	}
 }
+
+// With connections.max.reauth.ms the brokers' fetch connections outlive
+// no session: the replica fetchers reconnect (and authenticate again)
+// before their session expires, so replication goes on past several
+// lifetimes without a refused fetch and without leaving the ISR.
+func TestSASLInterBrokerReauthentication(t *testing.T) {
+	users := map[string]string{"broker": "broker-secret", "alice": "alice-secret"}
+	s, err := local.Open(filepath.Join(t.TempDir(), "meta.db"), local.Options{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &inProcCluster{t: t, store: s, cfgs: map[int32]config.Broker{}, bs: map[int32]*Broker{}}
+	t.Cleanup(func() {
+		for _, b := range c.brokers() {
+			b.Close()
+		}
+		s.Close()
+	})
+	logs := &syncBuf{}
+	for id := int32(1); id <= 3; id++ {
+		cfg := saslClusterConfig(t, id, "broker", "broker-secret")
+		cfg.ConnectionsMaxReauthMs = 1500
+		b, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Store: s, Cluster: true,
+			Authenticators: []sdk.Authenticator{newPlainAuth(users)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		c.bs[id] = b
+		c.mu.Unlock()
+	}
+	c.waitFor("every broker sees every broker", func() bool {
+		for _, b := range c.brokers() {
+			if len(b.liveBrokers()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	var seeds []string
+	for _, b := range c.brokers() {
+		seeds = append(seeds, b.Addr())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), plainOpt("alice", "alice-secret"), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c.createAssigned(ctx, cl, "sasl-reauth", [][]int32{{1, 2, 3}})
+	for round := 1; round <= 3; round++ {
+		produceAcksAll(ctx, t, cl, "sasl-reauth", 20)
+		c.waitFor("every replica caught up", func() bool {
+			for _, b := range c.brokers() {
+				if b.topic("sasl-reauth").partition(0).log.EndOffset() != int64(20*round) {
+					return false
+				}
+			}
+			return true
+		})
+		time.Sleep(2 * time.Second) // past a session lifetime
+	}
+	if v := c.partitionMeta(1, "sasl-reauth", 0); v == nil || len(v.ISR) != 3 {
+		t.Errorf("ISR after three session lifetimes: %+v, want all three replicas", v)
+	}
+	if l := logs.String(); strings.Contains(l, "replica: fetch failed") {
+		t.Errorf("a fetch was refused across re-authentication:\n%s", l)
+	}
+}

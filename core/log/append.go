@@ -308,6 +308,7 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	}
 	defer f.release()
 	pos := m.size
+	l.preallocateLocked(seg, f.f, pos, int64(len(records)))
 	l.lastWrite = writtenAt{seg, pos, int64(len(records))}
 	if _, err := f.f.WriteAt(records, pos); err != nil {
 		f.f.Truncate(pos) // drop a partial write; readers never saw it
@@ -409,6 +410,7 @@ func (l *Log) rollLocked() error {
 	old.mu.Lock()
 	old.active = false
 	old.mu.Unlock()
+	l.releasePreallocLocked(old)
 	l.mu.Lock()
 	l.segs = append(slices.Clone(l.segs), seg)
 	l.dirGen++

@@ -83,6 +83,9 @@ type cleanPass struct {
 	aborted []AbortedTxn    // aborted transactions, read on first need (txn.go)
 	horizon int64           // earliest delete horizon of a kept tombstone, 0 if none
 	br      *bufio.Reader   // segment reader, reused
+	bw      *bufio.Writer   // cleaned segment writer, reused across groups
+	recs    []rawRec        // a batch's records, reused
+	keep    []rawRec        // the records filterBatch keeps, reused
 	buf     []byte          // batch buffer, reused
 	start   int64           // log start offset when planned
 	cleaned int64           // first dirty offset when planned
@@ -220,10 +223,11 @@ func (p *cleanPass) mapKeys(segs []*segment, n, d int, firstDirty int64) (int, i
 }
 
 func (p *cleanPass) mapBatch(h record.Header, batch []byte, from int64) error {
-	recs, err := batchRecords(h, batch)
+	recs, err := batchRecords(p.recs, h, batch)
 	if err != nil {
 		return err
 	}
+	p.recs = recs
 	for _, r := range recs {
 		if off := h.BaseOffset + int64(r.offDelta); r.key != nil && off >= from {
 			p.keys[p.dig.sum(r.key)] = off
@@ -233,7 +237,8 @@ func (p *cleanPass) mapBatch(h record.Header, batch []byte, from int64) error {
 }
 
 // batchRecords decompresses a batch and splits its records.
-func batchRecords(h record.Header, batch []byte) ([]rawRec, error) {
+// The records are appended to recs[:0].
+func batchRecords(recs []rawRec, h record.Header, batch []byte) ([]rawRec, error) {
 	data := batch[record.HeaderSize:]
 	if c := h.Codec(); c != record.CodecNone {
 		var err error
@@ -241,7 +246,7 @@ func batchRecords(h record.Header, batch []byte) ([]rawRec, error) {
 			return nil, fmt.Errorf("log: clean: batch at offset %d: %w", h.BaseOffset, err)
 		}
 	}
-	return splitRecords(data, h.NumRecords)
+	return splitRecords(recs, data, h.NumRecords)
 }
 
 // eachBatch reads every batch of segment s in order, checking CRCs, and
@@ -364,7 +369,12 @@ func (p *cleanPass) cleanGroup(g []*segment) error {
 // segment's metadata.
 func (p *cleanPass) writeGroup(w io.Writer, g []*segment) (segMeta, error) {
 	m := newSegMeta(g[0].base, int64(p.cfg.IndexIntervalBytes))
-	bw := bufio.NewWriterSize(w, 1<<20)
+	if p.bw == nil {
+		p.bw = bufio.NewWriterSize(w, 1<<20)
+	}
+	bw := p.bw
+	bw.Reset(w)
+	defer bw.Reset(nil) // hold no file past the group
 	var out []byte
 	for i, s := range g {
 		err := p.eachBatch(s, func(h record.Header, batch []byte, last bool) error {
@@ -402,12 +412,14 @@ func (p *cleanPass) filterBatch(dst []byte, h record.Header, batch []byte, lastI
 	if h.Control() {
 		return append(dst, batch...), nil // markers: kept (Kafka later removes old ones; not done here)
 	}
-	recs, err := batchRecords(h, batch)
+	recs, err := batchRecords(p.recs, h, batch)
 	if err != nil {
 		return dst, err
 	}
+	p.recs = recs
 	horizon, hasH := hasHorizon(h)
-	var d batchDecision
+	d := batchDecision{keep: p.keep[:0]}
+	defer func() { p.keep = d.keep[:0] }()
 	tombstones := false
 	for _, r := range recs {
 		p.stats.RecordsRead++

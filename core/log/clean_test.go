@@ -627,7 +627,7 @@ func FuzzSplitRecords(f *testing.F) {
 		if n < 0 || n > 1000 {
 			return
 		}
-		recs, err := splitRecords(data, n)
+		recs, err := splitRecords(nil, data, n)
 		if err != nil {
 			return
 		}
@@ -635,7 +635,7 @@ func FuzzSplitRecords(f *testing.F) {
 		for _, r := range recs {
 			out = appendRetimed(out, r, 0)
 		}
-		again, err := splitRecords(out, n)
+		again, err := splitRecords(nil, out, n)
 		if err != nil || len(again) != len(recs) {
 			t.Fatalf("rebuilt records do not split: %v", err)
 		}

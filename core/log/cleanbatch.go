@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"slices"
 
 	"github.com/vltava/vltava/core/record"
 )
@@ -50,8 +51,8 @@ type rawRec struct {
 // splitRecords cuts a batch's (decompressed) records section into records.
 // The batch passed its CRC check, so errors mean a writer bug, reported as
 // corruption.
-func splitRecords(data []byte, n int32) ([]rawRec, error) {
-	recs := make([]rawRec, 0, n)
+func splitRecords(recs []rawRec, data []byte, n int32) ([]rawRec, error) {
+	recs = slices.Grow(recs[:0], int(max(n, 0)))
 	for i := int32(0); i < n; i++ {
 		r, err := parseRawRec(data)
 		if err != nil {

@@ -42,6 +42,13 @@
 // next segment's base. Relative offsets (offset - base) fit in int32 and
 // positions in uint32; Append rolls before either would overflow.
 //
+// The file's size is exactly its batches. On Linux the active segment
+// also holds disk blocks reserved past its end, about one write ahead
+// (at most 1 MiB + 64 KiB; fallocate FALLOC_FL_KEEP_SIZE, prealloc.go:
+// appends into reserved blocks skip ext4's per-block delayed
+// allocation); they are not part of the file's size and are freed when
+// the segment rolls or the log closes.
+//
 // # Offset index (.index)
 //
 // Sparse, 8-byte big-endian entries, no header, file sized to its entries:

@@ -239,6 +239,9 @@ func (l *Log) Close() error {
 	l.closed = true
 	end, segs := l.end, l.segs
 	l.mu.Unlock()
+	for _, s := range segs {
+		l.releasePreallocLocked(s)
+	}
 	if err == nil {
 		err = writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), true)
 	}

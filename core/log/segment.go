@@ -82,6 +82,11 @@ type segment struct {
 	// Entries of meta.index / meta.tindex already in the files. Guarded
 	// by mu, changed only with idxMu held too.
 	idxOnDisk, tOnDisk int
+
+	// preallocEnd is where the blocks this process reserved in the file
+	// end (prealloc.go; 0: none). Guarded by the log's appendMu; only a
+	// hint — the file's size, not this, says where the data ends.
+	preallocEnd int64
 }
 
 func newSegment(dir string, base int64) *segment {

@@ -25,6 +25,17 @@
 //
 // A follower never truncates to its own high watermark (KIP-101).
 //
+// # Connections
+//
+// WireDialer's client speaks the protocol itself (kmsg encodes and
+// decodes) over one connection per source broker: ApiVersions on connect,
+// then, on a SASL inter-broker listener, SaslHandshake v1 and
+// SaslAuthenticate (a KIP-368 session lifetime makes it reconnect before
+// the session ends); TLS when configured. It reads every response into
+// one buffer it reuses, so replicating costs no allocation per fetch; the
+// record batches of a Fetch answer are valid until the client's next
+// request, and the fetcher applies them before sending another.
+//
 // # What the leader must serve (core/broker)
 //
 // Fetch v12 from a replica: check CurrentLeaderEpoch (FENCED_LEADER_EPOCH /

@@ -17,7 +17,9 @@ type BrokerAddr struct {
 
 // FetchClient sends replica requests to one source broker. Implementations
 // must be safe for use by one goroutine at a time; Close releases the
-// connection. KgoDialer provides one over franz-go.
+// connection. A response's byte slices (a Fetch's record batches) may
+// alias a buffer the client reuses: they are valid until its next call.
+// WireDialer provides one.
 type FetchClient interface {
 	Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error)
 	OffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error)

@@ -249,9 +249,15 @@ func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err 
 // most firstChunk long and grows fourfold as bytes arrive (to n at once
 // when n is at most eight times what arrived), so a peer that announces a
 // large frame and stalls holds little memory. Grown-out buffers are
-// recycled (payload.go).
+// recycled (payload.go). A recycled buffer of the frame's size class is
+// taken whole at once: it commits no memory that is not already held,
+// and a steady stream of large produce requests then reads each straight
+// into place (the growth copies were 7% of produce CPU, BENCHMARKS.md).
 func readPayload(r io.Reader, n int, readFull func(io.Reader, []byte) error) ([]byte, error) {
-	buf := getPayload(min(n, firstChunk))
+	buf := getPooledPayload(n)
+	if buf == nil {
+		buf = getPayload(min(n, firstChunk))
+	}
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
 			next := min(n, 4*cap(buf))

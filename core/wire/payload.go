@@ -30,6 +30,18 @@ func getPayload(n int) []byte {
 	return make([]byte, 0, 1<<class)
 }
 
+// getPooledPayload returns a recycled empty buffer with room for n bytes,
+// or nil when the pool has none of that size class free.
+func getPooledPayload(n int) []byte {
+	if n < minPooledPayload || n > maxPooledPayload {
+		return nil
+	}
+	if b, ok := payloadPools[bits.Len(uint(n-1))].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
 // payloadCap is the capacity of the buffer getPayload(n) returns, which
 // is what a frame of n bytes is charged in the request pool.
 func payloadCap(n int) int {

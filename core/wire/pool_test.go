@@ -210,6 +210,28 @@ func TestReadPayloadGrowsWithArrival(t *testing.T) {
 	}
 }
 
+// A frame whose size class has a recycled buffer free is read straight
+// into it in one piece: no growth and no copy of what arrived.
+func TestReadPayloadTakesRecycledBufferWhole(t *testing.T) {
+	const n = 1<<20 - 100
+	for range 20 { // sync.Pool may drop a buffer (it does at random under -race)
+		putPayload(make([]byte, 0, 1<<20))
+		var calls []int
+		readFull := func(_ io.Reader, p []byte) error {
+			calls = append(calls, len(p))
+			return nil
+		}
+		buf, err := readPayload(nil, n, readFull)
+		if err != nil || len(buf) != n {
+			t.Fatalf("readPayload: %d bytes, %v", len(buf), err)
+		}
+		if len(calls) == 1 && calls[0] == n && cap(buf) == 1<<20 {
+			return
+		}
+	}
+	t.Fatal("a frame with a recycled buffer of its class free was never read into it whole")
+}
+
 // A client that pipelines requests and closes its connection while the
 // first is being handled leaves nothing reserved once the handler returns:
 // the request being handled, the one queued behind it and the one being

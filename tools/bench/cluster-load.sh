@@ -12,7 +12,9 @@
 #     'rf3=--producers 4 --consumers 0 --partitions 6 --replication-factor 3'
 #
 # Environment: RUNS (3), DURATION (8s), VLTAVAD / VLTAVA (prebuilt
-# binaries), TMPDIR.
+# binaries), TMPDIR, PROFILE_DIR (when set, each broker writes a pprof CPU
+# profile of its whole life to PROFILE_DIR/NAME-RUN-NODE.prof; node 1 is
+# the first started, usually not the only leader).
 set -euo pipefail
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-8s}
@@ -48,7 +50,9 @@ for run in $(seq "$RUNS"); do
 		for i in 1 2 3; do q+=("127.0.0.1:$(freeport)"); l+=("127.0.0.1:$(freeport)"); done
 		voters="1@${q[0]},2@${q[1]},3@${q[2]}"
 		for i in 1 2 3; do
-			"$VLTAVAD" --listen "${l[i - 1]}" --node-id "$i" --data-dir "$work/$name-$run-$i" \
+			prof=()
+			[[ -n ${PROFILE_DIR:-} ]] && prof=(--cpuprofile "$PROFILE_DIR/$name-$run-$i.prof")
+			"$VLTAVAD" "${prof[@]}" --listen "${l[i - 1]}" --node-id "$i" --data-dir "$work/$name-$run-$i" \
 				--quorum-listen "${q[i - 1]}" --quorum-voters "$voters" --metrics-listen= --log-level warn \
 				>"$work/$name-$run-$i.log" 2>&1 &
 			pids+=($!)

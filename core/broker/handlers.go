@@ -50,7 +50,7 @@ func init() {
 		{23, "OffsetForLeaderEpoch", 0, 4, handleOffsetForLeaderEpoch},
 		{24, "AddPartitionsToTxn", 0, 3, handleAddPartitionsToTxn},
 		{25, "AddOffsetsToTxn", 0, 3, handleAddOffsetsToTxn},
-		{26, "EndTxn", 0, 4, handleEndTxn},
+		{26, "EndTxn", 0, 5, handleEndTxn},
 		{27, "WriteTxnMarkers", 0, 1, handleWriteTxnMarkers},
 		{28, "TxnOffsetCommit", 0, 3, handleTxnOffsetCommit},
 		{29, "DescribeAcls", 0, 3, handleDescribeACLs},

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/core/record/recordtest"
@@ -245,7 +246,7 @@ func TestTxnTimeoutAborts(t *testing.T) {
 // when it aborts.
 func TestTxnOffsetCommit(t *testing.T) {
 	b := testBroker(t)
-	cl := testClient(t, b)
+	cl := testClient(t, b, pinEndTxnV4) // one epoch for several transactions
 	createTopic(t, cl, "in", 1, nil)
 	id, g := "off-1", "g1"
 	init := kmsg.NewPtrInitProducerIDRequest()
@@ -400,7 +401,7 @@ func TestTxnDescribeListProducers(t *testing.T) {
 // with the markers.
 func TestTxnProduceRacingEndTxn(t *testing.T) {
 	b := testBroker(t)
-	cl := testClient(t, b)
+	cl := testClient(t, b, pinEndTxnV4)
 	createTopic(t, cl, "race", 1, nil)
 	id := "race-1"
 	init := kmsg.NewPtrInitProducerIDRequest()
@@ -428,7 +429,7 @@ func TestTxnProduceRacingEndTxn(t *testing.T) {
 	}
 	// The next produce is delayed between its checks and its append:
 	// the transaction commits meanwhile.
-	other := testClient(t, b)
+	other := testClient(t, b, pinEndTxnV4)
 	fired := false
 	produceHook = func(*partition) {
 		if fired {
@@ -517,5 +518,81 @@ func TestTxnOffsetCommitSurvivesRestart(t *testing.T) {
 	}
 	if off, code := fetch(true); off != 7 || code != 0 {
 		t.Fatalf("after commit: %d %v, want 7", off, kerr.ErrorForCode(code))
+	}
+}
+
+// pinEndTxnV4 keeps a raw client at Kafka 3.9's versions: EndTxn v4,
+// without KIP-890 part 2's epoch bump per transaction.
+var pinEndTxnV4 = kgo.MaxVersions(kversion.V3_9_0())
+
+// TestTxnEndTxnV5BumpsEpoch is KIP-890 part 2 over the wire: EndTxn v5
+// answers with the bumped epoch; its retry succeeds with the same answer;
+// the markers carry the bumped epoch, so the next transaction produces
+// with it; and the first transaction's EndTxn arriving late, after the
+// next one began (Jepsen's delayed commit), is fenced instead of
+// committing the open transaction.
+func TestTxnEndTxnV5BumpsEpoch(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	createTopic(t, cl, "v5", 1, nil)
+	id := "v5-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	pid, e0 := ir.ProducerID, ir.ProducerEpoch
+	txnOn := func(epoch int16, value string) {
+		t.Helper()
+		add := kmsg.NewPtrAddPartitionsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+		add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "v5", Partitions: []int32{0}}}
+		if ar := request[*kmsg.AddPartitionsToTxnResponse](t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("add partitions at epoch %d: %v", epoch, kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
+		}
+		batch := recordtest.Build(recordtest.Options{Transactional: true, Producer: &recordtest.Producer{ID: pid, Epoch: epoch}},
+			recordtest.Rec{Value: []byte(value), Timestamp: time.Now().UnixMilli()})
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "v5", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+		if code := request[*kmsg.ProduceResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce at epoch %d: %v", epoch, kerr.ErrorForCode(code))
+		}
+	}
+	end := func(epoch int16, commit bool) *kmsg.EndTxnResponse {
+		t.Helper()
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
+		r := request[*kmsg.EndTxnResponse](t, cl, req)
+		if r.Version < 5 {
+			t.Fatalf("EndTxn went as v%d, want v5", r.Version)
+		}
+		return r
+	}
+
+	txnOn(e0, "first")
+	r := end(e0, true)
+	if r.ErrorCode != 0 || r.ProducerID != pid || r.ProducerEpoch != e0+1 {
+		t.Fatalf("EndTxn v5 commit: %v producer %d epoch %d, want %d/%d", kerr.ErrorForCode(r.ErrorCode), r.ProducerID, r.ProducerEpoch, pid, e0+1)
+	}
+	if r := end(e0, true); r.ErrorCode != 0 || r.ProducerEpoch != e0+1 {
+		t.Fatalf("retried EndTxn v5: %v epoch %d, want ok %d", kerr.ErrorForCode(r.ErrorCode), r.ProducerEpoch, e0+1)
+	}
+	txnOn(e0+1, "second")
+	if r := end(e0, true); r.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("delayed EndTxn of the first transaction during the second: %v, want PRODUCER_FENCED", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if lso, hw := listOffsetIso(t, cl, "v5", true), listOffsetIso(t, cl, "v5", false); lso >= hw {
+		t.Fatalf("read_committed latest %d, high watermark %d: the second transaction is no longer open", lso, hw)
+	}
+	if r := end(e0+1, false); r.ErrorCode != 0 || r.ProducerEpoch != e0+2 {
+		t.Fatalf("abort of the second: %v epoch %d, want ok %d", kerr.ErrorForCode(r.ErrorCode), r.ProducerEpoch, e0+2)
+	}
+	if got := consumeValues(t, b, "v5", true, 1, 10*time.Second); !slices.Equal(got, []string{"first"}) {
+		t.Fatalf("read_committed read %q, want only the first transaction's record", got)
+	}
+	if lso, hw := listOffsetIso(t, cl, "v5", true), listOffsetIso(t, cl, "v5", false); lso != hw {
+		t.Fatalf("read_committed latest %d, high watermark %d after the abort", lso, hw)
 	}
 }

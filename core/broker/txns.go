@@ -24,11 +24,15 @@ const txnStateTopic = "__transaction_state"
 // txnHost runs the transaction coordinator (core/txn) for the broker
 // (issue 11). Each transactional ID's state lives in its
 // __transaction_state partition; this broker coordinates the IDs of the
-// partitions it leads. A partition is loaded (its records replayed) on the
-// first request after this broker became its leader, at that leader
-// epoch, and its IDs are dropped when it is no longer led at that epoch
-// (unload), so a deposed coordinator answers NOT_COORDINATOR instead of
-// acting on stale state.
+// partitions it leads. A partition is loaded (its records replayed) at
+// the first request after this broker became its leader, or at the next
+// tick of the timeout goroutine (transaction.abort.timed.out.transaction.
+// cleanup.interval.ms) when no request comes first: the IDs of a failed
+// coordinator are taken over even when their producers are silent, so
+// their open transactions time out and their Prepare* states get their
+// markers. It is loaded at that leader epoch, and its IDs are dropped when
+// it is no longer led at that epoch (unload), so a deposed coordinator
+// answers NOT_COORDINATOR instead of acting on stale state.
 //
 // Every state change is appended to __transaction_state and replicated
 // (acks=all) before it is acted on: Prepare* before any marker, Complete*
@@ -115,16 +119,46 @@ func (h *txnHost) coordinatorLocked(id string) (*partition, int16) {
 	if st.Role != part.Leader {
 		return nil, kerr.NotCoordinator.Code
 	}
-	if e, ok := h.loaded[i]; ok && e == st.View.LeaderEpoch {
-		return p, 0
+	if code := h.ensureLoadedLocked(p, i, st.View.LeaderEpoch); code != 0 {
+		return nil, code
+	}
+	return p, 0
+}
+
+// ensureLoadedLocked loads partition p (index i), led here at epoch,
+// unless it is loaded at that epoch already. REQUIRES: h.mu.
+func (h *txnHost) ensureLoadedLocked(p *partition, i, epoch int32) int16 {
+	if e, ok := h.loaded[i]; ok && e == epoch {
+		return 0
 	}
 	if err := h.loadLocked(p, i); err != nil {
 		h.b.logger.Warn("broker: load __transaction_state", "partition", i, "err", err)
-		return nil, kerr.CoordinatorLoadInProgress.Code
+		return kerr.CoordinatorLoadInProgress.Code
 	}
-	h.loaded[i] = st.View.LeaderEpoch
-	h.loadedAt.Store(i, st.View.LeaderEpoch)
-	return p, 0
+	h.loaded[i] = epoch
+	h.loadedAt.Store(i, epoch)
+	return 0
+}
+
+// loadLedLocked loads every __transaction_state partition this broker
+// leads and has not loaded at its leader epoch: a new coordinator takes
+// over the IDs of its partitions on election, as Kafka's does, so it
+// times out their open transactions and finishes the markers of their
+// Prepare* states even when no client asks about them. REQUIRES: h.mu.
+func (h *txnHost) loadLedLocked() {
+	t := h.b.topic(txnStateTopic)
+	if t == nil {
+		return
+	}
+	for i := range int32(len(t.partitions)) {
+		p := t.partition(i)
+		if p == nil {
+			continue
+		}
+		if st := p.State(); st.Role == part.Leader {
+			h.ensureLoadedLocked(p, i, st.View.LeaderEpoch)
+		}
+	}
 }
 
 // unloadLocked drops the IDs of partitions this broker no longer leads at
@@ -441,6 +475,7 @@ func (h *txnHost) abortTimedOut() {
 	now := time.Now().UnixMilli()
 	h.mu.Lock()
 	h.unloadLocked()
+	h.loadLedLocked()
 	var due []*txn.Txn
 	for id, t := range h.txns {
 		if !h.busy[id] && t.TimedOut(now) {

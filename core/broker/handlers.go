@@ -48,7 +48,7 @@ func init() {
 		{21, "DeleteRecords", 0, 2, handleDeleteRecords},
 		{22, "InitProducerId", 0, 5, handleInitProducerID},
 		{23, "OffsetForLeaderEpoch", 0, 4, handleOffsetForLeaderEpoch},
-		{24, "AddPartitionsToTxn", 0, 3, handleAddPartitionsToTxn},
+		{24, "AddPartitionsToTxn", 0, 4, handleAddPartitionsToTxn},
 		{25, "AddOffsetsToTxn", 0, 3, handleAddOffsetsToTxn},
 		{26, "EndTxn", 0, 5, handleEndTxn},
 		{27, "WriteTxnMarkers", 0, 1, handleWriteTxnMarkers},

@@ -105,6 +105,25 @@ func (h *txnHost) add(ctx context.Context, id string, pid int64, epoch int16, pa
 	return 0
 }
 
+// verifyOnly is AddPartitionsToTxn v4+ with VerifyOnly: the code of
+// each of tps (txn.Verify), without changing anything. It never creates
+// __transaction_state and does not wait for a busy ID: a verification
+// reads the state last installed.
+func (h *txnHost) verifyOnly(id string, pid int64, epoch int16, tps []txn.TP) []int16 {
+	h.mu.Lock()
+	_, code := h.coordinatorLocked(id)
+	cur := h.txns[id]
+	h.mu.Unlock()
+	codes := make([]int16, len(tps))
+	for i, tp := range tps {
+		codes[i] = code
+		if code == 0 {
+			codes[i] = txn.Verify(cur, pid, epoch, tp)
+		}
+	}
+	return codes
+}
+
 // end is EndTxn: it persists Prepare*, writes the markers and persists
 // Complete* before answering. Once Prepare* is durable the outcome is
 // decided: should the markers fail here, the coordinator that loads the

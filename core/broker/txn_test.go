@@ -596,3 +596,80 @@ func TestTxnEndTxnV5BumpsEpoch(t *testing.T) {
 		t.Fatalf("read_committed latest %d, high watermark %d after the abort", lso, hw)
 	}
 }
+
+// TestTxnAddPartitionsV4 is AddPartitionsToTxn v4, the batched
+// broker-to-broker form: one request carries several transactions; a
+// VerifyOnly transaction is answered without changing anything (0 for a
+// partition in the ongoing transaction, INVALID_TXN_STATE for one not
+// added, the fencing code for a stale epoch), and one without VerifyOnly
+// adds its partitions.
+func TestTxnAddPartitionsV4(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	createTopic(t, cl, "v4", 3, nil)
+	initID := func(id string) *kmsg.InitProducerIDResponse {
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+		ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+		if ir.ErrorCode != 0 {
+			t.Fatalf("init %s: %v", id, kerr.ErrorForCode(ir.ErrorCode))
+		}
+		return ir
+	}
+	a, c := initID("v4-a"), initID("v4-c")
+	txnOf := func(id string, ir *kmsg.InitProducerIDResponse, epoch int16, verify bool, parts ...int32) kmsg.AddPartitionsToTxnRequestTransaction {
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, ir.ProducerID, epoch, verify
+		tx.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "v4", Partitions: parts}}
+		return tx
+	}
+	send := func(txns ...kmsg.AddPartitionsToTxnRequestTransaction) map[string][]int16 {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Transactions = txns
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.cfg.NodeID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Version != 4 || resp.ErrorCode != 0 {
+			t.Fatalf("response v%d, error %v", resp.Version, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		out := map[string][]int16{}
+		for _, rt := range resp.Transactions {
+			for _, st := range rt.Topics {
+				for _, sp := range st.Partitions {
+					out[rt.TransactionalID] = append(out[rt.TransactionalID], sp.ErrorCode)
+				}
+			}
+		}
+		return out
+	}
+	// Add partition 0 to a's transaction and 1 to c's, in one request.
+	got := send(txnOf("v4-a", a, a.ProducerEpoch, false, 0), txnOf("v4-c", c, c.ProducerEpoch, false, 1))
+	if want := map[string][]int16{"v4-a": {0}, "v4-c": {0}}; !cmpCodes(got, want) {
+		t.Fatalf("add: %v, want %v", got, want)
+	}
+	got = send(txnOf("v4-a", a, a.ProducerEpoch, true, 0, 1), txnOf("v4-c", c, c.ProducerEpoch-1, true, 1))
+	want := map[string][]int16{"v4-a": {0, kerr.InvalidTxnState.Code}, "v4-c": {kerr.ProducerFenced.Code}}
+	if !cmpCodes(got, want) {
+		t.Fatalf("verify: %v, want %v", got, want)
+	}
+	// VerifyOnly added nothing: partition 1 is still not in a's transaction.
+	if got := send(txnOf("v4-a", a, a.ProducerEpoch, true, 1)); !cmpCodes(got, map[string][]int16{"v4-a": {kerr.InvalidTxnState.Code}}) {
+		t.Fatalf("a verification added a partition: %v", got)
+	}
+}
+
+func cmpCodes(a, b map[string][]int16) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}

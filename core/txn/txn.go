@@ -289,6 +289,19 @@ func (t *Txn) Has(pid int64, epoch int16, p TP) bool {
 	return ok
 }
 
+// Verify is AddPartitionsToTxn v4+ with VerifyOnly (KIP-890 part 1
+// across brokers): 0 when the producer's transaction is ongoing at epoch
+// with p added, else the code a partition leader refuses the batch with.
+func Verify(cur *Txn, pid int64, epoch int16, p TP) int16 {
+	if code := checkProducer(cur, pid, epoch); code != 0 {
+		return code
+	}
+	if !cur.Has(pid, epoch, p) {
+		return kerr.InvalidTxnState.Code
+	}
+	return 0
+}
+
 // End is EndTxn: the next state (Prepare*) to persist before the markers,
 // nil with code 0 when the request repeats a transaction already
 // completed the same way (a retry), or an error code.

@@ -673,3 +673,82 @@ func cmpCodes(a, b map[string][]int16) bool {
 	}
 	return true
 }
+
+// TestTxnIDExpires: transactional.id.expiration.ms. An ID without a
+// transaction for longer is forgotten: DescribeTransactions no longer
+// finds it, ListTransactions no longer lists it, its next InitProducerId
+// gets a new producer ID, and a restart does not bring it back (the
+// tombstone). An ID in an open transaction does not expire.
+func TestTxnIDExpires(t *testing.T) {
+	b := testBroker(t, func(c *config.Broker) {
+		c.TransactionalIDExpirationMs = 500
+		c.TransactionRemoveExpiredTransactionCleanupIntervalMs = 100
+	})
+	cfg := b.cfg
+	cl := testClient(t, b)
+	createTopic(t, cl, "exp", 1, nil)
+	p := txnProducer(t, b, "exp-1", "exp")
+	produceTxn(t, p, true, "x")
+	open := txnProducer(t, b, "exp-open", "exp")
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(context.Background(), &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	describe := func(id string) (int64, error) {
+		ds, err := adm.DescribeTransactions(ctx, id)
+		if err != nil {
+			return -1, err
+		}
+		d, ok := ds[id]
+		if !ok {
+			return -1, fmt.Errorf("no answer for %s", id)
+		}
+		return d.ProducerID, d.Err
+	}
+	pid, err := describe("exp-1")
+	if err != nil {
+		t.Fatalf("describe before expiry: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := describe("exp-1")
+		if errors.Is(err, kerr.TransactionalIDNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exp-1 still known 20 s after its expiration (500 ms): %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := describe("exp-open"); err != nil {
+		t.Fatalf("the ID in an open transaction expired: %v", err)
+	}
+	ls, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ls.TransactionalIDs(), "exp-1") || !slices.Contains(ls.TransactionalIDs(), "exp-open") {
+		t.Fatalf("ListTransactions: %v, want exp-open without exp-1", ls.TransactionalIDs())
+	}
+	p.Close()
+	open.Close()
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.TransactionalIDExpirationMs = 1 << 40 // nothing more expires
+	b2 := startBroker(t, cfg)
+	cl2 := testClient(t, b2)
+	id := "exp-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl2, init)
+	if ir.ErrorCode != 0 || ir.ProducerID == pid || ir.ProducerEpoch != 0 {
+		t.Fatalf("init after expiry and restart: %v producer %d epoch %d, want a new producer ID (not %d) at epoch 0",
+			kerr.ErrorForCode(ir.ErrorCode), ir.ProducerID, ir.ProducerEpoch, pid)
+	}
+}

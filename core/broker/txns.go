@@ -247,8 +247,14 @@ func (h *txnHost) loadLocked(p *partition, i int32) error {
 // persist appends t's state to its partition and waits until the ISR has
 // it. It must be called without h.mu (it waits for replication).
 func (h *txnHost) persist(p *partition, t *txn.Txn) error {
+	return h.persistRecord(p, txn.EncodeKey(t.ID), txn.EncodeValue(t))
+}
+
+// persistRecord appends one record (a nil value is a tombstone) to p and
+// waits until the ISR has it. It must be called without h.mu.
+func (h *txnHost) persistRecord(p *partition, key, value []byte) error {
 	now := time.Now()
-	batch := recordBatchKV(txn.EncodeKey(t.ID), txn.EncodeValue(t), now.UnixMilli())
+	batch := recordBatchKV(key, value, now.UnixMilli())
 	res, epoch, err := p.AppendAsLeader(batch, now, nil)
 	if err != nil {
 		return err
@@ -454,12 +460,16 @@ func (b *Broker) writeMarker(tp txn.TP, pid int64, epoch int16, commit bool, coo
 }
 
 // run aborts transactions past their timeout, every
-// transaction.abort.timed.out.transaction.cleanup.interval.ms, until the
+// transaction.abort.timed.out.transaction.cleanup.interval.ms, and forgets
+// expired transactional IDs, every
+// transaction.remove.expired.transaction.cleanup.interval.ms, until the
 // broker stops.
 func (h *txnHost) run() {
 	every := time.Duration(h.b.cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs) * time.Millisecond
 	t := time.NewTicker(every)
 	defer t.Stop()
+	expiry := time.NewTicker(time.Duration(h.b.cfg.TransactionRemoveExpiredTransactionCleanupIntervalMs) * time.Millisecond)
+	defer expiry.Stop()
 	defer h.closePeers()
 	for {
 		select {
@@ -467,8 +477,56 @@ func (h *txnHost) run() {
 			return
 		case <-t.C:
 			h.abortTimedOut()
+		case <-expiry.C:
+			h.expireIDs()
 		}
 	}
+}
+
+// expireIDs forgets the transactional IDs this broker coordinates that
+// have had no transaction for transactional.id.expiration.ms: a tombstone
+// in __transaction_state (so no later load brings them back), then out of
+// memory. An ID is busy meanwhile, so a request for it waits
+// (CONCURRENT_TRANSACTIONS) and then starts afresh with a new producer ID.
+func (h *txnHost) expireIDs() {
+	now := time.Now().UnixMilli()
+	h.mu.Lock()
+	h.unloadLocked()
+	var due []*txn.Txn
+	for id, t := range h.txns {
+		if !h.busy[id] && t.Expired(now, h.b.cfg.TransactionalIDExpirationMs) {
+			h.busy[id] = true
+			due = append(due, t)
+		}
+	}
+	h.mu.Unlock()
+	for _, cur := range due {
+		h.expire(cur)
+	}
+}
+
+// expire writes cur's tombstone and drops it; the caller marked it busy.
+func (h *txnHost) expire(cur *txn.Txn) {
+	defer h.done(cur.ID)
+	h.mu.Lock()
+	p, code := h.coordinatorLocked(cur.ID)
+	still := h.txns[cur.ID] == cur
+	h.mu.Unlock()
+	if code != 0 || !still {
+		return
+	}
+	if err := h.persistRecord(p, txn.EncodeKey(cur.ID), nil); err != nil {
+		h.b.logger.Warn("broker: expire transactional id", "transactional_id", cur.ID, "err", err)
+		return
+	}
+	h.mu.Lock()
+	if h.txns[cur.ID] == cur {
+		delete(h.txns, cur.ID)
+		h.view.Delete(cur.ID)
+	}
+	h.mu.Unlock()
+	h.b.logger.Info("broker: transactional id expired", "transactional_id", cur.ID, "producer_id", cur.ProducerID,
+		"idle_ms", time.Now().UnixMilli()-cur.UpdateMs)
 }
 
 func (h *txnHost) abortTimedOut() {

@@ -14,7 +14,8 @@
 // ID string}; value TxnMetadataValue v0 {producer ID int64, producer epoch
 // int16, timeout ms int32, state int8, topics [topic string, partitions
 // [int32]], last update ms int64, start ms int64}. A null value is a
-// tombstone (the ID expired). The newest record per key wins on load.
+// tombstone: the ID expired (Txn.Expired, transactional.id.expiration.ms:
+// no open transaction and no change for that long). The newest record per key wins on load.
 // A state with KIP-890 part 2 fields is written as TxnMetadataValue v1
 // (flexible), which adds them as tagged fields: PreviousProducerId (tag
 // 0), NextProducerId (tag 1), ClientTransactionVersion (tag 2, 2 when the

@@ -413,6 +413,17 @@ func (t *Txn) TimedOut(nowMs int64) bool {
 	return t.Status == Ongoing && nowMs-t.StartMs > int64(t.TimeoutMs)
 }
 
+// Expired says t is an ID without an open transaction whose state has
+// not changed for expirationMs (transactional.id.expiration.ms): the
+// coordinator forgets it with a tombstone, as Kafka does.
+func (t *Txn) Expired(nowMs, expirationMs int64) bool {
+	switch t.Status {
+	case Empty, CompleteCommit, CompleteAbort:
+		return nowMs-t.UpdateMs >= expirationMs
+	}
+	return false
+}
+
 // Abort is the PrepareAbort state of a timed out transaction, under a
 // bumped epoch.
 func Abort(cur *Txn, nowMs int64) *Txn {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -750,5 +751,91 @@ func TestTxnIDExpires(t *testing.T) {
 	if ir.ErrorCode != 0 || ir.ProducerID == pid || ir.ProducerEpoch != 0 {
 		t.Fatalf("init after expiry and restart: %v producer %d epoch %d, want a new producer ID (not %d) at epoch 0",
 			kerr.ErrorForCode(ir.ErrorCode), ir.ProducerID, ir.ProducerEpoch, pid)
+	}
+}
+
+// TestTxnCompactedTopic: a compacted topic with committed and aborted
+// transactions, cleaned by the broker's cleaner: the aborted records are
+// removed from the log, and afterwards read_committed and
+// read_uncommitted consumers both see exactly the latest committed record
+// of every key, with the last stable offset at the high watermark.
+func TestTxnCompactedTopic(t *testing.T) {
+	b := testBroker(t, func(c *config.Broker) { c.LogCleanerBackoffMs = 50 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := testClient(t, b)
+	createTopic(t, cl, "txc", 1, map[string]*string{
+		"cleanup.policy":            kadm.StringPtr("compact"),
+		"segment.bytes":             kadm.StringPtr("2048"),
+		"min.cleanable.dirty.ratio": kadm.StringPtr("0.01"),
+		"delete.retention.ms":       kadm.StringPtr("100"),
+	})
+	p := txnProducer(t, b, "txc-1", "txc")
+	txn := func(commit bool, kvs ...string) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(kvs); i += 2 {
+			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(kvs[i]), Value: []byte(kvs[i+1])}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn(true, "k1", "c1", "k2", "c1")
+	txn(false, "k1", "aborted", "k3", "aborted")
+	txn(true, "k2", "c2")
+	plain := testClient(t, b, kgo.DefaultProduceTopic("txc"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	filler := make([]byte, 600)
+	for i := range 8 {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "f%d", i), Value: filler}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part := b.meta.Load().byName["txc"].partitions[0]
+	if err := part.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(committed bool) map[string]string {
+		t.Helper()
+		iso := kgo.ReadUncommitted()
+		if committed {
+			iso = kgo.ReadCommitted()
+		}
+		c := testClient(t, b, kgo.ConsumeTopics("txc"), kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(100*time.Millisecond))
+		out := map[string]string{}
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		for rctx.Err() == nil {
+			c.PollFetches(rctx).EachRecord(func(r *kgo.Record) {
+				if k := string(r.Key); k[0] == 'k' {
+					if prev, dup := out[k]; dup {
+						out[k] = prev + "," + string(r.Value)
+					} else {
+						out[k] = string(r.Value)
+					}
+				}
+			})
+		}
+		return out
+	}
+	want := map[string]string{"k1": "c1", "k2": "c2"}
+	for {
+		got := read(false)
+		if maps.Equal(got, want) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("read_uncommitted after cleaning: %v, want %v (the aborted records and superseded values removed)", got, want)
+		}
+	}
+	if got := read(true); !maps.Equal(got, want) {
+		t.Fatalf("read_committed after cleaning: %v, want %v", got, want)
+	}
+	if lso, hw := listOffsetIso(t, cl, "txc", true), listOffsetIso(t, cl, "txc", false); lso != hw {
+		t.Fatalf("last stable offset %d, high watermark %d after cleaning", lso, hw)
 	}
 }

@@ -45,7 +45,7 @@ type peerClient struct {
 }
 
 // peer returns a client connection pinned to broker id, nil if the broker
-// is unknown.
+// is unknown. It speaks the inter-broker listener's security.
 func (h *txnHost) peer(id int32) *kgo.Broker {
 	bi, ok := h.b.brokerInfo(id)
 	if !ok {
@@ -68,7 +68,14 @@ func (h *txnHost) peer(id int32) *kgo.Broker {
 		pc.cl = nil
 	}
 	if pc.cl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("vltava-txn-coordinator"))
+		// The inter-broker listener's security (TLS, SASL), as the replica
+		// fetchers use it.
+		ib, err := h.b.interBrokerOpts()
+		if err != nil {
+			h.b.logger.Warn("broker: transaction client to another broker", "broker", id, "err", err)
+			return nil
+		}
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("vltava-txn-coordinator")}, ib...)...)
 		if err != nil {
 			return nil
 		}

@@ -88,7 +88,7 @@ var authzTable = map[int16]authzRule{
 	65: {rtTxnID, opDescribe, onEveryTxnID(opDescribe, func(r kmsg.Request) []string { // DescribeTransactions
 		return r.(*kmsg.DescribeTransactionsRequest).TransactionalIDs
 	})},
-	66: {rtCluster, opDescribe, onCluster(opDescribe)}, // ListTransactions: Kafka filters by DESCRIBE on each ID; this asks the cluster's
+	66: {rtTxnID, opDescribe, checkListTransactions},   // lists only the IDs the principal may DESCRIBE, as Kafka
 	68: {rtGroup, opRead, checkConsumerGroupHeartbeat}, // + DESCRIBE on each subscribed topic
 	69: {rtGroup, opDescribe, eachGroup(opDescribe, splitConsumerGroupDescribe)},
 }

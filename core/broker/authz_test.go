@@ -500,8 +500,32 @@ func authzCases() []authzCase {
 				r.TransactionalIDs = []string{"tx"}
 				return r
 			}},
-		{key: 66, name: "ListTransactions", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opDescribe)},
-			req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }},
+		{key: 66, name: "ListTransactionsFiltersByID", grant: []acl.Binding{txnACL("", opDescribe)},
+			req: func(e *authzEnv) kmsg.Request {
+				// Transactional IDs "tx" and "tx-other" exist (made by
+				// the super user); the listing shows those the
+				// principal may DESCRIBE.
+				for _, id := range []string{"tx", "tx-other"} {
+					init := kmsg.NewPtrInitProducerIDRequest()
+					init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+					if _, err := e.do(e.admin, init); err != nil {
+						return nil
+					}
+				}
+				return kmsg.NewPtrListTransactionsRequest()
+			},
+			denied: func(e *authzEnv, m kmsg.Response) error {
+				if ts := m.(*kmsg.ListTransactionsResponse).TransactionStates; len(ts) != 0 {
+					return fmt.Errorf("%d transactional IDs listed to a principal who may describe none", len(ts))
+				}
+				return nil
+			},
+			allowed: func(e *authzEnv, m kmsg.Response) error {
+				if ts := m.(*kmsg.ListTransactionsResponse).TransactionStates; len(ts) != 1 || ts[0].TransactionalID != "tx" {
+					return fmt.Errorf("listed %+v, want exactly tx", ts)
+				}
+				return nil
+			}},
 		{key: 29, name: "DescribeAcls", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opDescribe)},
 			req: func(e *authzEnv) kmsg.Request { return kmsg.NewPtrDescribeACLsRequest() }},
 		{key: 30, name: "CreateAcls", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opAlter)},

@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"slices"
 
 	"github.com/vltava/vltava/core/wire"
 )
@@ -116,4 +117,15 @@ func checkTxnOffsetCommit(b *Broker, req *wire.Request, w who) (kmsg.Response, f
 		return resp, nil
 	}
 	return nil, merge
+}
+
+// checkListTransactions refuses nothing: the answer lists only the
+// transactional IDs the principal may DESCRIBE (Kafka's rule, KIP-664).
+func checkListTransactions(b *Broker, req *wire.Request, w who) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(m kmsg.Response) {
+		r := m.(*kmsg.ListTransactionsResponse)
+		r.TransactionStates = slices.DeleteFunc(r.TransactionStates, func(s kmsg.ListTransactionsResponseTransactionState) bool {
+			return !b.allowed(w, rtTxnID, s.TransactionalID, opDescribe)
+		})
+	}
 }

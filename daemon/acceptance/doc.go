@@ -32,6 +32,14 @@
 //     group; DeleteGroups and OffsetDelete through kadm, across restarts.
 //   - groups_restart_test.go: classic and KIP-848 groups keep their
 //     members, epoch and offsets across a clean and a kill -9 restart.
+//   - txn_matrix_test.go (with txn_pipeline_member_test.go, the member
+//     process): issue 11's kill -9 matrix — franz-go GroupTransactSession
+//     pipelines copy an input topic to an output topic on three brokers
+//     while the leaders of an input, an output, a __consumer_offsets and a
+//     __transaction_state partition and a pipeline member are kill -9ed
+//     and restarted; read_committed, the output holds every input record
+//     once, in order per key (VLTAVA_TXN_MATRIX_LONG=1: each fault in its
+//     own cluster, three times).
 //
 // kcat is optional: without it (Debian package "kcat") its parts skip and
 // say so. Under -short the record counts shrink (100,000 records per

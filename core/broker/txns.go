@@ -24,10 +24,11 @@ const txnStateTopic = "__transaction_state"
 // txnHost runs the transaction coordinator (core/txn) for the broker
 // (issue 11). Each transactional ID's state lives in its
 // __transaction_state partition; this broker coordinates the IDs of the
-// partitions it leads. A partition is loaded (its records replayed) at
-// the first request after this broker became its leader, or at the next
-// tick of the timeout goroutine (transaction.abort.timed.out.transaction.
-// cleanup.interval.ms) when no request comes first: the IDs of a failed
+// partitions it leads. A partition is loaded (its records replayed) when
+// this broker becomes its leader (the cluster applier kicks the timeout
+// goroutine, as Kafka loads on election), at the first request, or at the
+// next tick of the timeout goroutine (transaction.abort.timed.out.
+// transaction.cleanup.interval.ms), whichever comes first: the IDs of a failed
 // coordinator are taken over even when their producers are silent, so
 // their open transactions time out and their Prepare* states get their
 // markers. It is loaded at that leader epoch, and its IDs are dropped when
@@ -55,12 +56,25 @@ type txnHost struct {
 	// loadedAt mirrors loaded (partition -> leader epoch) for verify.
 	loadedAt sync.Map
 
-	createMu sync.Mutex // serializes creating __transaction_state
-	peers    peers      // clients of the other brokers (txn_verify.go)
+	createMu sync.Mutex    // serializes creating __transaction_state
+	peers    peers         // clients of the other brokers (txn_verify.go)
+	loadCh   chan struct{} // kick: leadership of __transaction_state may have changed
+}
+
+// kick wakes the timeout goroutine to load the __transaction_state
+// partitions this broker has come to lead. Safe on a nil host.
+func (h *txnHost) kick() {
+	if h == nil {
+		return
+	}
+	select {
+	case h.loadCh <- struct{}{}:
+	default:
+	}
 }
 
 func (b *Broker) startTxns() {
-	h := &txnHost{b: b, txns: map[string]*txn.Txn{}, loaded: map[int32]int32{}, busy: map[string]bool{}}
+	h := &txnHost{b: b, txns: map[string]*txn.Txn{}, loaded: map[int32]int32{}, busy: map[string]bool{}, loadCh: make(chan struct{}, 1)}
 	b.txns = h
 	b.wg.Add(1)
 	go func() {
@@ -479,6 +493,11 @@ func (h *txnHost) run() {
 			h.abortTimedOut()
 		case <-expiry.C:
 			h.expireIDs()
+		case <-h.loadCh:
+			h.mu.Lock()
+			h.unloadLocked()
+			h.loadLedLocked()
+			h.mu.Unlock()
 		}
 	}
 }

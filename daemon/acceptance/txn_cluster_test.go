@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,5 +278,40 @@ func TestTransactionsIdleIDAbortedAfterCoordinatorKill9(t *testing.T) {
 			return fmt.Errorf("last stable offset %d, high watermark %d", l.Offset, h.Offset)
 		}
 		return nil
+	})
+}
+
+// TestTransactionsCoordinatorLoadsOnElection: the broker that takes over
+// a __transaction_state partition loads its transactional IDs at once, as
+// Kafka does on election, not at the first request or the next timeout
+// check (set to ten minutes here): the log of the new leader says so
+// while no client asks about the ID.
+func TestTransactionsCoordinatorLoadsOnElection(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{
+		"transaction.state.log.num.partitions":                        "1",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "600000",
+	})
+	ctx := testCtx(t, 2*time.Minute)
+	cl := clusterClient(t, c)
+	id := "elect-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	waitUntil(t, 30*time.Second, "init producer id", func() error {
+		r, err := init.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(r.ErrorCode)
+		}
+		return err
+	})
+	waitISR(t, c, "__transaction_state", 0, 3)
+	old := waitLeader(t, c, "__transaction_state", 0, -1)
+	t.Logf("kill -9 transaction coordinator %d", old)
+	c.Broker(old).Kill9()
+	next := waitLeader(t, c, "__transaction_state", 0, old)
+	waitUntil(t, 30*time.Second, fmt.Sprintf("broker %d loading __transaction_state-0", next), func() error {
+		if strings.Contains(c.Broker(next).Log(), `msg="broker: transaction coordinator loaded" partition=0 ids=1`) {
+			return nil
+		}
+		return fmt.Errorf("not loaded yet")
 	})
 }

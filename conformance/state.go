@@ -41,6 +41,7 @@ type state struct {
 	created []string        // topics this script created (deleted at the end on external targets)
 	groups  map[string]bool // groups this script used
 	txns    map[string]*txnProducer
+	rawTxns map[string]*rawTxn
 }
 
 // job is a background command (produce ... &name&).

@@ -40,6 +40,7 @@ var verbs = []verb{
 	{"fault", "fault produce|fetch|API-KEY ERROR_NAME [-count N] | fault clear", "inject Kafka errors (targets with the faults capability)", cmdFault},
 	{"group", groupUsage, "in-process franz-go members recording every assignment and revocation (`settled`, `events`, `check`: never two owners); `raw` classic members and `raw848` KIP-848 members from hand-built requests, for fencing", cmdGroup},
 	{"committed", "committed GROUP TOPIC PART", "prints `committed=N` (-1: none), the group's committed offset", cmdCommitted},
+	{"txnraw", txnRawUsage, "a transactional producer of hand-built requests (InitProducerId, AddPartitionsToTxn, Produce, EndTxn at the highest common version, adopting the epoch EndTxn v5 answers); `resend-end` repeats the last EndTxn as a delayed duplicate would arrive", cmdTxnRaw},
 	{"txn", txnUsage, "a transactional producer (KIP-98): sends and end-txn are recorded with the transaction's name, so `check` finds aborted-read, dirty-read and torn-transaction", cmdTxn},
 	{"acl", aclUsage, "CreateAcls as the superuser for User:USER (SASL clusters)", cmdACL},
 	{"quota", quotaUsage, "AlterClientQuotas / DescribeClientQuotas (KIP-546)", cmdQuota},

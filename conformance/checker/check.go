@@ -19,11 +19,12 @@ const (
 	AbortedRead         = "aborted-read"
 	TornTransaction     = "torn-transaction"
 	DirtyRead           = "dirty-read"
+	WriteCycle          = "write-cycle"
 )
 
 // AllAnomalies lists every anomaly name Check can report.
 var AllAnomalies = []string{LostWrite, Unseen, Duplicate, InconsistentOffsets,
-	NonMonotonicPoll, NonMonotonicSend, Reordering, AbortedRead, TornTransaction, DirtyRead}
+	NonMonotonicPoll, NonMonotonicSend, Reordering, AbortedRead, TornTransaction, DirtyRead, WriteCycle}
 
 // Anomaly is one instance of a named anomaly.
 type Anomaly struct {
@@ -151,6 +152,7 @@ func Check(ops []Op) *Report {
 	h.checkPolls(ops)
 	h.checkValues()
 	h.checkTxns()
+	h.checkWriteCycles()
 	h.checkSendOrder()
 	h.checkRealTime()
 	sort.SliceStable(h.report.Anomalies, func(i, j int) bool {
@@ -382,6 +384,97 @@ func (h *history) checkTxns() {
 			}
 		}
 	}
+}
+
+// checkWriteCycles finds G0 among committed transactions: in each
+// partition, a committed transaction's record directly followed (in
+// offset order, among committed transactional records) by another
+// committed transaction's record orders the first before the second; a
+// cycle in that order is a write cycle. Transactions that only write have
+// no read dependencies, so this is also their G1c.
+func (h *history) checkWriteCycles() {
+	byTP := map[tp][]*send{}
+	for _, s := range h.sends {
+		if t := h.txns[s.txn]; s.txn != "" && t != nil && t.status == "commit" && s.typ == OK && s.offset >= 0 {
+			byTP[s.tp] = append(byTP[s.tp], s)
+		}
+	}
+	edges := map[string]map[string]tp{} // txn -> txns written after it -> where
+	for _, t := range sortedKeys(byTP) {
+		ss := byTP[t]
+		slices.SortFunc(ss, func(a, b *send) int { return cmp64(a.offset, b.offset) })
+		for i := 1; i < len(ss); i++ {
+			a, b := ss[i-1].txn, ss[i].txn
+			if a == b {
+				continue
+			}
+			if edges[a] == nil {
+				edges[a] = map[string]tp{}
+			}
+			if _, ok := edges[a][b]; !ok {
+				edges[a][b] = t
+			}
+		}
+	}
+	for _, scc := range cycles(edges) {
+		var where []string
+		for _, a := range scc {
+			for _, b := range scc {
+				if t, ok := edges[a][b]; ok {
+					where = append(where, fmt.Sprintf("%s before %s in %s", a, b, t))
+				}
+			}
+		}
+		h.add(WriteCycle, "committed transactions %s order each other in a cycle: %s", strings.Join(scc, ", "), strings.Join(where, "; "))
+	}
+}
+
+// cycles returns the strongly connected components of more than one
+// node of the graph (Tarjan's algorithm), each sorted, in a stable order.
+func cycles(edges map[string]map[string]tp) [][]string {
+	index, low := map[string]int{}, map[string]int{}
+	onStack := map[string]bool{}
+	var stack []string
+	var out [][]string
+	n := 0
+	var visit func(v string)
+	visit = func(v string) {
+		index[v], low[v] = n, n
+		n++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, w := range sortedKeys(edges[v]) {
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] != index[v] {
+			return
+		}
+		var scc []string
+		for {
+			w := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[w] = false
+			scc = append(scc, w)
+			if w == v {
+				break
+			}
+		}
+		if len(scc) > 1 {
+			slices.Sort(scc)
+			out = append(out, scc)
+		}
+	}
+	for _, v := range sortedKeys(edges) {
+		if _, seen := index[v]; !seen {
+			visit(v)
+		}
+	}
+	return out
 }
 
 // checkSendOrder finds a producer whose acknowledged offsets in a

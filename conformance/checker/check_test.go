@@ -173,6 +173,20 @@ func TestEachDetectorDetects(t *testing.T) {
 			h.pollRC("c1", 0, 5, "d")
 			return h
 		}},
+		{WriteCycle, func() *hist {
+			// x and y both write partitions 0 and 1, x first in 0 and
+			// y first in 1: G0.
+			h := &hist{}
+			h.txnSend("x", "a", 0, 0)
+			h.txnSend("y", "b", 0, 1)
+			h.txnSend("y", "c", 1, 0)
+			h.txnSend("x", "d", 1, 1)
+			h.endTxn("x", "commit")
+			h.endTxn("y", "commit")
+			h.pollRC("c0", 0, 0, "a", 1, "b")
+			h.pollRC("c0", 1, 0, "c", 1, "d")
+			return h
+		}},
 		{DirtyRead, func() *hist {
 			h := &hist{}
 			h.txnSend("x", "a", 0, 0)
@@ -213,6 +227,37 @@ func TestCleanTransactions(t *testing.T) {
 	}
 	if r.Acked != 3 || r.Aborted != 1 {
 		t.Fatalf("counts: %s", r.Summary())
+	}
+}
+
+// TestNoWriteCycleInOrder: transactions that write several partitions in
+// different orders but one after the other, and an aborted one
+// interleaved, make no write cycle.
+func TestNoWriteCycleInOrder(t *testing.T) {
+	h := &hist{}
+	h.txnSend("x", "a", 1, 0)
+	h.txnSend("x", "b", 0, 0)
+	h.txnSend("z", "e", 0, 1) // aborted: not part of the order
+	h.txnSend("y", "c", 0, 2)
+	h.txnSend("y", "d", 1, 1)
+	h.txnSend("x", "f", 0, 3) // ...but this one would close a cycle x→y→x
+	h.endTxn("x", "commit")
+	h.endTxn("y", "commit")
+	h.endTxn("z", "abort")
+	if r := Check(h.ops); r.Count(WriteCycle) != 1 {
+		t.Fatalf("x, y, x in partition 0: %v", r.Anomalies)
+	}
+	h = &hist{}
+	h.txnSend("x", "a", 1, 0)
+	h.txnSend("x", "b", 0, 0)
+	h.txnSend("z", "e", 0, 1)
+	h.txnSend("y", "c", 0, 2)
+	h.txnSend("y", "d", 1, 1)
+	h.endTxn("x", "commit")
+	h.endTxn("y", "commit")
+	h.endTxn("z", "abort")
+	if r := Check(h.ops); r.Count(WriteCycle) != 0 {
+		t.Fatalf("x before y everywhere: %v", r.Anomalies)
 	}
 }
 

@@ -55,6 +55,13 @@
 //     before that transaction's commit was requested.
 //   - torn-transaction: a read_committed reader read part of a committed
 //     transaction, and read past the offsets of the rest without them.
+//   - write-cycle: committed transactions order each other in a cycle
+//     (G0; for transactions that only write, also G1c): in each partition,
+//     a committed transaction's record directly followed by another
+//     committed transaction's record orders the first before the second.
+//     Kafka's protocol does not isolate writes, so transactions that
+//     overlap in time may form one; transactions that do not overlap
+//     must not.
 //
 // Sends of an aborted transaction are counted in Report.Aborted, not
 // Acked, and are never unseen or lost; sends of a transaction whose end

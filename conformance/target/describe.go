@@ -79,6 +79,9 @@ func Describe(ctx context.Context, t Target) (*Description, error) {
 		keys = append(keys, a.Key)
 	}
 	d.Caps = CapsFromAPIs(keys)
+	for k, v := range CapsFromVersions(d.APIs) {
+		d.Caps[k] = v
+	}
 	for k, v := range t.Facts() {
 		d.Caps[k] = v
 	}

@@ -109,6 +109,12 @@ var apiCaps = map[string][]int16{
 	"quotas":           {48, 49},                   // DescribeClientQuotas, AlterClientQuotas
 }
 
+// versionCaps maps a capability to an API key and the least maximum
+// version a broker must advertise for it.
+var versionCaps = map[string]struct{ key, min int16 }{
+	"kip890p2": {26, 5}, // EndTxn v5: an epoch bump per transaction (KIP-890 part 2)
+}
+
 // factCaps are the capabilities a target states about itself (Facts).
 var factCaps = map[string]string{
 	"kill9":        "a broker can be killed with SIGKILL (external: VLTAVA_CONFORMANCE_KILL_CMD)",
@@ -135,6 +141,9 @@ func KnownCaps() map[string]string {
 		}
 		out[k] = "the broker advertises " + strings.Join(names, ", ")
 	}
+	for k, v := range versionCaps {
+		out[k] = fmt.Sprintf("the broker advertises %s v%d", kmsg.NameForKey(v.key), v.min)
+	}
 	return out
 }
 
@@ -142,7 +151,8 @@ func KnownCaps() map[string]string {
 func ValidCap(name string) bool {
 	_, fact := factCaps[name]
 	_, api := apiCaps[name]
-	return fact || api
+	_, version := versionCaps[name]
+	return fact || api || version
 }
 
 // CapsFromAPIs derives protocol capabilities from advertised API keys.
@@ -154,6 +164,16 @@ func CapsFromAPIs(keys []int16) Caps {
 			ok = ok && slices.Contains(keys, k)
 		}
 		c[name] = ok
+	}
+	return c
+}
+
+// CapsFromVersions derives the version capabilities from advertised API
+// ranges.
+func CapsFromVersions(apis []APIRange) Caps {
+	c := Caps{}
+	for name, need := range versionCaps {
+		c[name] = slices.ContainsFunc(apis, func(a APIRange) bool { return a.Key == need.key && a.Max >= need.min })
 	}
 	return c
 }

@@ -5,7 +5,9 @@ package broker
 // leads first. Filters: states (Kafka's names; unknown ones are returned
 // in UnknownStateFilters and match nothing), producer IDs, and from v1 a
 // minimum running time in milliseconds (transactions whose current
-// transaction started at least that long ago; -1 or 0: no filter).
+// transaction started at least that long ago; -1 or 0: no filter). With
+// an authorizer, only the IDs the principal may DESCRIBE are listed
+// (checkListTransactions), as in Kafka.
 
 import (
 	"context"
@@ -38,18 +40,7 @@ func handleListTransactions(b *Broker, _ context.Context, req *wire.Request) (*w
 	h := b.txns
 	now := time.Now().UnixMilli()
 	h.mu.Lock()
-	if t := b.topic(txnStateTopic); t != nil {
-		for i := range int32(len(t.partitions)) {
-			if p := t.partition(i); p != nil && p.IsLeader() {
-				if e, ok := h.loaded[i]; !ok || e != p.LeaderEpoch() {
-					if err := h.loadLocked(p, i); err == nil {
-						h.loaded[i] = p.LeaderEpoch()
-						h.loadedAt.Store(i, p.LeaderEpoch())
-					}
-				}
-			}
-		}
-	}
+	h.loadLedLocked()
 	h.unloadLocked()
 	var all []*txn.Txn
 	for _, t := range h.txns {

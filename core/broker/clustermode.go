@@ -283,6 +283,9 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 	if topic == offsetsTopic {
 		defer b.groups.kick() // the group coordinator follows (groups_load.go)
 	}
+	if topic == txnStateTopic {
+		defer b.txns.kick() // the transaction coordinator loads what it leads (txns.go)
+	}
 	p.LockTransitions()
 	defer p.UnlockTransitions()
 	if p.Stale(v) {

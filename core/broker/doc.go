@@ -95,7 +95,8 @@
 // runs InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn,
 // each holding the ID's busy flag from reading its state to installing
 // the next one; txn_verify.go checks transactional produce requests
-// (KIP-890 part 1). Lock order: txnHost.mu before partition and log
+// (KIP-890 part 1), asking a coordinator on another broker with
+// AddPartitionsToTxn v4 VerifyOnly. Lock order: txnHost.mu before partition and log
 // locks (loading replays a partition under it), never taken while holding
 // one; appends (persist, markers) and replication waits run without it.
 // The produce check runs under a partition's leader/ISR lock and the

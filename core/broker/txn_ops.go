@@ -105,24 +105,55 @@ func (h *txnHost) add(ctx context.Context, id string, pid int64, epoch int16, pa
 	return 0
 }
 
+// verifyOnly is AddPartitionsToTxn v4+ with VerifyOnly: the code of
+// each of tps (txn.Verify), without changing anything. It never creates
+// __transaction_state and does not wait for a busy ID: a verification
+// reads the state last installed.
+func (h *txnHost) verifyOnly(id string, pid int64, epoch int16, tps []txn.TP) []int16 {
+	h.mu.Lock()
+	_, code := h.coordinatorLocked(id)
+	cur := h.txns[id]
+	h.mu.Unlock()
+	codes := make([]int16, len(tps))
+	for i, tp := range tps {
+		codes[i] = code
+		if code == 0 {
+			codes[i] = txn.Verify(cur, pid, epoch, tp)
+		}
+	}
+	return codes
+}
+
 // end is EndTxn: it persists Prepare*, writes the markers and persists
 // Complete* before answering. Once Prepare* is durable the outcome is
 // decided: should the markers fail here, the coordinator that loads the
-// partition next finishes them.
-func (h *txnHost) end(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
+// partition next finishes them. tv2 (EndTxn v5+) bumps the epoch; the
+// producer ID and epoch the client continues with come back.
+func (h *txnHost) end(ctx context.Context, id string, pid int64, epoch int16, commit, tv2 bool) (int16, int64, int16) {
 	p, cur, code := h.begin(ctx, id)
 	if code != 0 {
-		return code
+		return code, -1, -1
 	}
-	next, code := txn.End(cur, pid, epoch, commit, time.Now().UnixMilli())
+	next, code, err := txn.End(cur, pid, epoch, commit, tv2, time.Now().UnixMilli(),
+		func() (int64, error) { return h.b.pids.allocate(ctx, h.b.store) })
+	if err != nil {
+		h.done(id)
+		h.b.logger.Warn("broker: end transaction", "transactional_id", id, "err", err)
+		return storeErrorCode(err), -1, -1
+	}
 	if next == nil {
 		h.done(id)
-		return code
+		if code != 0 {
+			return code, -1, -1
+		}
+		rpid, repoch := cur.Client() // a retry: what the end handed out
+		return 0, rpid, repoch
 	}
 	if err := h.update(p, cur, next); err != nil {
 		h.done(id)
-		return persistCode(err)
+		return persistCode(err), -1, -1
 	}
 	h.finish(next) // clears busy
-	return 0
+	rpid, repoch := next.Client()
+	return 0, rpid, repoch
 }

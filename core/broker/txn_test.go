@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/vltava/vltava/core/config"
 	"github.com/vltava/vltava/core/record/recordtest"
@@ -195,7 +197,7 @@ func TestTxnProduceOutsideTransaction(t *testing.T) {
 	add := kmsg.NewPtrAddPartitionsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, ir.ProducerID, ir.ProducerEpoch
 	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "hang", Partitions: []int32{0}}}
-	if ar := request[*kmsg.AddPartitionsToTxnResponse](t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
+	if ar := addPartitionsV3(t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("add partitions: %v", kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
 	}
 	produce := func(partition int32) int16 {
@@ -245,7 +247,7 @@ func TestTxnTimeoutAborts(t *testing.T) {
 // when it aborts.
 func TestTxnOffsetCommit(t *testing.T) {
 	b := testBroker(t)
-	cl := testClient(t, b)
+	cl := testClient(t, b, pinEndTxnV4) // one epoch for several transactions
 	createTopic(t, cl, "in", 1, nil)
 	id, g := "off-1", "g1"
 	init := kmsg.NewPtrInitProducerIDRequest()
@@ -400,7 +402,7 @@ func TestTxnDescribeListProducers(t *testing.T) {
 // with the markers.
 func TestTxnProduceRacingEndTxn(t *testing.T) {
 	b := testBroker(t)
-	cl := testClient(t, b)
+	cl := testClient(t, b, pinEndTxnV4)
 	createTopic(t, cl, "race", 1, nil)
 	id := "race-1"
 	init := kmsg.NewPtrInitProducerIDRequest()
@@ -412,7 +414,7 @@ func TestTxnProduceRacingEndTxn(t *testing.T) {
 	add := kmsg.NewPtrAddPartitionsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, ir.ProducerID, ir.ProducerEpoch
 	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "race", Partitions: []int32{0}}}
-	if ar := request[*kmsg.AddPartitionsToTxnResponse](t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
+	if ar := addPartitionsV3(t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("add partitions: %v", kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
 	}
 	produce := func(seq int32) int16 {
@@ -428,7 +430,7 @@ func TestTxnProduceRacingEndTxn(t *testing.T) {
 	}
 	// The next produce is delayed between its checks and its append:
 	// the transaction commits meanwhile.
-	other := testClient(t, b)
+	other := testClient(t, b, pinEndTxnV4)
 	fired := false
 	produceHook = func(*partition) {
 		if fired {
@@ -518,4 +520,336 @@ func TestTxnOffsetCommitSurvivesRestart(t *testing.T) {
 	if off, code := fetch(true); off != 7 || code != 0 {
 		t.Fatalf("after commit: %d %v, want 7", off, kerr.ErrorForCode(code))
 	}
+}
+
+// pinEndTxnV4 keeps a raw client at Kafka 3.9's versions: EndTxn v4,
+// without KIP-890 part 2's epoch bump per transaction.
+var pinEndTxnV4 = kgo.MaxVersions(kversion.V3_9_0())
+
+// TestTxnEndTxnV5BumpsEpoch is KIP-890 part 2 over the wire: EndTxn v5
+// answers with the bumped epoch; its retry succeeds with the same answer;
+// the markers carry the bumped epoch, so the next transaction produces
+// with it; and the first transaction's EndTxn arriving late, after the
+// next one began (Jepsen's delayed commit), is fenced instead of
+// committing the open transaction.
+func TestTxnEndTxnV5BumpsEpoch(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	createTopic(t, cl, "v5", 1, nil)
+	id := "v5-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	pid, e0 := ir.ProducerID, ir.ProducerEpoch
+	txnOn := func(epoch int16, value string) {
+		t.Helper()
+		add := kmsg.NewPtrAddPartitionsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+		add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "v5", Partitions: []int32{0}}}
+		if ar := addPartitionsV3(t, cl, add); ar.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("add partitions at epoch %d: %v", epoch, kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
+		}
+		batch := recordtest.Build(recordtest.Options{Transactional: true, Producer: &recordtest.Producer{ID: pid, Epoch: epoch}},
+			recordtest.Rec{Value: []byte(value), Timestamp: time.Now().UnixMilli()})
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "v5", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+		if code := request[*kmsg.ProduceResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce at epoch %d: %v", epoch, kerr.ErrorForCode(code))
+		}
+	}
+	end := func(epoch int16, commit bool) *kmsg.EndTxnResponse {
+		t.Helper()
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
+		r := request[*kmsg.EndTxnResponse](t, cl, req)
+		if r.Version < 5 {
+			t.Fatalf("EndTxn went as v%d, want v5", r.Version)
+		}
+		return r
+	}
+
+	txnOn(e0, "first")
+	r := end(e0, true)
+	if r.ErrorCode != 0 || r.ProducerID != pid || r.ProducerEpoch != e0+1 {
+		t.Fatalf("EndTxn v5 commit: %v producer %d epoch %d, want %d/%d", kerr.ErrorForCode(r.ErrorCode), r.ProducerID, r.ProducerEpoch, pid, e0+1)
+	}
+	if r := end(e0, true); r.ErrorCode != 0 || r.ProducerEpoch != e0+1 {
+		t.Fatalf("retried EndTxn v5: %v epoch %d, want ok %d", kerr.ErrorForCode(r.ErrorCode), r.ProducerEpoch, e0+1)
+	}
+	txnOn(e0+1, "second")
+	if r := end(e0, true); r.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("delayed EndTxn of the first transaction during the second: %v, want PRODUCER_FENCED", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if lso, hw := listOffsetIso(t, cl, "v5", true), listOffsetIso(t, cl, "v5", false); lso >= hw {
+		t.Fatalf("read_committed latest %d, high watermark %d: the second transaction is no longer open", lso, hw)
+	}
+	if r := end(e0+1, false); r.ErrorCode != 0 || r.ProducerEpoch != e0+2 {
+		t.Fatalf("abort of the second: %v epoch %d, want ok %d", kerr.ErrorForCode(r.ErrorCode), r.ProducerEpoch, e0+2)
+	}
+	if got := consumeValues(t, b, "v5", true, 1, 10*time.Second); !slices.Equal(got, []string{"first"}) {
+		t.Fatalf("read_committed read %q, want only the first transaction's record", got)
+	}
+	if lso, hw := listOffsetIso(t, cl, "v5", true), listOffsetIso(t, cl, "v5", false); lso != hw {
+		t.Fatalf("read_committed latest %d, high watermark %d after the abort", lso, hw)
+	}
+}
+
+// TestTxnAddPartitionsV4 is AddPartitionsToTxn v4, the batched
+// broker-to-broker form: one request carries several transactions; a
+// VerifyOnly transaction is answered without changing anything (0 for a
+// partition in the ongoing transaction, INVALID_TXN_STATE for one not
+// added, the fencing code for a stale epoch), and one without VerifyOnly
+// adds its partitions.
+func TestTxnAddPartitionsV4(t *testing.T) {
+	b := testBroker(t)
+	cl := testClient(t, b)
+	createTopic(t, cl, "v4", 3, nil)
+	initID := func(id string) *kmsg.InitProducerIDResponse {
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+		ir := request[*kmsg.InitProducerIDResponse](t, cl, init)
+		if ir.ErrorCode != 0 {
+			t.Fatalf("init %s: %v", id, kerr.ErrorForCode(ir.ErrorCode))
+		}
+		return ir
+	}
+	a, c := initID("v4-a"), initID("v4-c")
+	txnOf := func(id string, ir *kmsg.InitProducerIDResponse, epoch int16, verify bool, parts ...int32) kmsg.AddPartitionsToTxnRequestTransaction {
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, ir.ProducerID, epoch, verify
+		tx.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "v4", Partitions: parts}}
+		return tx
+	}
+	send := func(txns ...kmsg.AddPartitionsToTxnRequestTransaction) map[string][]int16 {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Transactions = txns
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.cfg.NodeID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Version != 4 || resp.ErrorCode != 0 {
+			t.Fatalf("response v%d, error %v", resp.Version, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		out := map[string][]int16{}
+		for _, rt := range resp.Transactions {
+			for _, st := range rt.Topics {
+				for _, sp := range st.Partitions {
+					out[rt.TransactionalID] = append(out[rt.TransactionalID], sp.ErrorCode)
+				}
+			}
+		}
+		return out
+	}
+	// Add partition 0 to a's transaction and 1 to c's, in one request.
+	got := send(txnOf("v4-a", a, a.ProducerEpoch, false, 0), txnOf("v4-c", c, c.ProducerEpoch, false, 1))
+	if want := map[string][]int16{"v4-a": {0}, "v4-c": {0}}; !cmpCodes(got, want) {
+		t.Fatalf("add: %v, want %v", got, want)
+	}
+	got = send(txnOf("v4-a", a, a.ProducerEpoch, true, 0, 1), txnOf("v4-c", c, c.ProducerEpoch-1, true, 1))
+	want := map[string][]int16{"v4-a": {0, kerr.InvalidTxnState.Code}, "v4-c": {kerr.ProducerFenced.Code}}
+	if !cmpCodes(got, want) {
+		t.Fatalf("verify: %v, want %v", got, want)
+	}
+	// VerifyOnly added nothing: partition 1 is still not in a's transaction.
+	if got := send(txnOf("v4-a", a, a.ProducerEpoch, true, 1)); !cmpCodes(got, map[string][]int16{"v4-a": {kerr.InvalidTxnState.Code}}) {
+		t.Fatalf("a verification added a partition: %v", got)
+	}
+}
+
+func cmpCodes(a, b map[string][]int16) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTxnIDExpires: transactional.id.expiration.ms. An ID without a
+// transaction for longer is forgotten: DescribeTransactions no longer
+// finds it, ListTransactions no longer lists it, its next InitProducerId
+// gets a new producer ID, and a restart does not bring it back (the
+// tombstone). An ID in an open transaction does not expire.
+func TestTxnIDExpires(t *testing.T) {
+	b := testBroker(t, func(c *config.Broker) {
+		c.TransactionalIDExpirationMs = 500
+		c.TransactionRemoveExpiredTransactionCleanupIntervalMs = 100
+	})
+	cfg := b.cfg
+	cl := testClient(t, b)
+	createTopic(t, cl, "exp", 1, nil)
+	p := txnProducer(t, b, "exp-1", "exp")
+	produceTxn(t, p, true, "x")
+	open := txnProducer(t, b, "exp-open", "exp")
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(context.Background(), &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	describe := func(id string) (int64, error) {
+		ds, err := adm.DescribeTransactions(ctx, id)
+		if err != nil {
+			return -1, err
+		}
+		d, ok := ds[id]
+		if !ok {
+			return -1, fmt.Errorf("no answer for %s", id)
+		}
+		return d.ProducerID, d.Err
+	}
+	pid, err := describe("exp-1")
+	if err != nil {
+		t.Fatalf("describe before expiry: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := describe("exp-1")
+		if errors.Is(err, kerr.TransactionalIDNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exp-1 still known 20 s after its expiration (500 ms): %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := describe("exp-open"); err != nil {
+		t.Fatalf("the ID in an open transaction expired: %v", err)
+	}
+	ls, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ls.TransactionalIDs(), "exp-1") || !slices.Contains(ls.TransactionalIDs(), "exp-open") {
+		t.Fatalf("ListTransactions: %v, want exp-open without exp-1", ls.TransactionalIDs())
+	}
+	p.Close()
+	open.Close()
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.TransactionalIDExpirationMs = 1 << 40 // nothing more expires
+	b2 := startBroker(t, cfg)
+	cl2 := testClient(t, b2)
+	id := "exp-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := request[*kmsg.InitProducerIDResponse](t, cl2, init)
+	if ir.ErrorCode != 0 || ir.ProducerID == pid || ir.ProducerEpoch != 0 {
+		t.Fatalf("init after expiry and restart: %v producer %d epoch %d, want a new producer ID (not %d) at epoch 0",
+			kerr.ErrorForCode(ir.ErrorCode), ir.ProducerID, ir.ProducerEpoch, pid)
+	}
+}
+
+// TestTxnCompactedTopic: a compacted topic with committed and aborted
+// transactions, cleaned by the broker's cleaner: the aborted records are
+// removed from the log, and afterwards read_committed and
+// read_uncommitted consumers both see exactly the latest committed record
+// of every key, with the last stable offset at the high watermark.
+func TestTxnCompactedTopic(t *testing.T) {
+	b := testBroker(t, func(c *config.Broker) { c.LogCleanerBackoffMs = 50 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := testClient(t, b)
+	createTopic(t, cl, "txc", 1, map[string]*string{
+		"cleanup.policy":            kadm.StringPtr("compact"),
+		"segment.bytes":             kadm.StringPtr("2048"),
+		"min.cleanable.dirty.ratio": kadm.StringPtr("0.01"),
+		"delete.retention.ms":       kadm.StringPtr("100"),
+	})
+	p := txnProducer(t, b, "txc-1", "txc")
+	txn := func(commit bool, kvs ...string) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(kvs); i += 2 {
+			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(kvs[i]), Value: []byte(kvs[i+1])}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn(true, "k1", "c1", "k2", "c1")
+	txn(false, "k1", "aborted", "k3", "aborted")
+	txn(true, "k2", "c2")
+	plain := testClient(t, b, kgo.DefaultProduceTopic("txc"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	filler := make([]byte, 600)
+	for i := range 8 {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "f%d", i), Value: filler}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part := b.meta.Load().byName["txc"].partitions[0]
+	if err := part.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(committed bool) map[string]string {
+		t.Helper()
+		iso := kgo.ReadUncommitted()
+		if committed {
+			iso = kgo.ReadCommitted()
+		}
+		c := testClient(t, b, kgo.ConsumeTopics("txc"), kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(100*time.Millisecond))
+		out := map[string]string{}
+		rctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond) // a local broker answers within FetchMaxWait
+		defer cancel()
+		for rctx.Err() == nil {
+			c.PollFetches(rctx).EachRecord(func(r *kgo.Record) {
+				if k := string(r.Key); k[0] == 'k' {
+					if prev, dup := out[k]; dup {
+						out[k] = prev + "," + string(r.Value)
+					} else {
+						out[k] = string(r.Value)
+					}
+				}
+			})
+		}
+		return out
+	}
+	want := map[string]string{"k1": "c1", "k2": "c2"}
+	for {
+		got := read(false)
+		if maps.Equal(got, want) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("read_uncommitted after cleaning: %v, want %v (the aborted records and superseded values removed)", got, want)
+		}
+	}
+	if got := read(true); !maps.Equal(got, want) {
+		t.Fatalf("read_committed after cleaning: %v, want %v", got, want)
+	}
+	if lso, hw := listOffsetIso(t, cl, "txc", true), listOffsetIso(t, cl, "txc", false); lso != hw {
+		t.Fatalf("last stable offset %d, high watermark %d after cleaning", lso, hw)
+	}
+}
+
+// addPartitionsV3 sends AddPartitionsToTxn as a client does: through
+// franz-go's sharder, which caps it at v3 (v4+ is broker to broker).
+func addPartitionsV3(t *testing.T, cl *kgo.Client, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
+	t.Helper()
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatalf("add partitions: %v", err)
+	}
+	if len(resp.Topics) == 0 {
+		t.Fatalf("add partitions: empty v%d answer", resp.Version)
+	}
+	return resp
 }

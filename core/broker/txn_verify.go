@@ -26,9 +26,11 @@ import (
 // is accepted: the coordinator knew of the partition when the first batch
 // was checked, and its marker will close the transaction. For the first
 // batch the leader takes a verification guard on the log, asks the
-// coordinator (DescribeTransactions), and appends only if the coordinator
-// said yes and no marker of the producer was appended meanwhile (the
-// guard survives), as Kafka's verification guard does.
+// coordinator (AddPartitionsToTxn v4 with VerifyOnly, as Kafka's leaders
+// do; DescribeTransactions with a coordinator that does not serve v4),
+// and appends only if the coordinator said yes and no marker of the
+// producer was appended meanwhile (the guard survives), as Kafka's
+// verification guard does.
 
 // peers caches one franz-go client per other broker, for markers and
 // checks; closed when the broker stops (txnHost.run).
@@ -43,7 +45,7 @@ type peerClient struct {
 }
 
 // peer returns a client connection pinned to broker id, nil if the broker
-// is unknown.
+// is unknown. It speaks the inter-broker listener's security.
 func (h *txnHost) peer(id int32) *kgo.Broker {
 	bi, ok := h.b.brokerInfo(id)
 	if !ok {
@@ -66,7 +68,14 @@ func (h *txnHost) peer(id int32) *kgo.Broker {
 		pc.cl = nil
 	}
 	if pc.cl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("vltava-txn-coordinator"))
+		// The inter-broker listener's security (TLS, SASL), as the replica
+		// fetchers use it.
+		ib, err := h.b.interBrokerOpts()
+		if err != nil {
+			h.b.logger.Warn("broker: transaction client to another broker", "broker", id, "err", err)
+			return nil
+		}
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("vltava-txn-coordinator")}, ib...)...)
 		if err != nil {
 			return nil
 		}
@@ -139,13 +148,57 @@ func (h *txnHost) produceCheck(id *string, pid int64, epoch int16, p *partition,
 }
 
 // verifyRemote asks coordinator broker coord whether id's ongoing
-// transaction is producer pid's at epoch and includes tp. A failed round
-// trip is NOT_ENOUGH_REPLICAS (retriable: the client sends again).
+// transaction is producer pid's at epoch and includes tp: AddPartitionsToTxn
+// v4 with VerifyOnly. A failed round trip is NOT_ENOUGH_REPLICAS
+// (retriable: the client sends again).
 func (h *txnHost) verifyRemote(coord int32, id string, pid int64, epoch int16, tp txn.TP) error {
 	br := h.peer(coord)
 	if br == nil {
 		return fmt.Errorf("transaction coordinator %d unknown: %w", coord, kerr.NotEnoughReplicas)
 	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, true
+	t.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: tp.Topic, Partitions: []int32{tp.Partition}}}
+	req.Transactions = append(req.Transactions, t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, br)
+	if err != nil {
+		return fmt.Errorf("asking transaction coordinator %d: %v: %w", coord, err, kerr.NotEnoughReplicas)
+	}
+	if resp.Version < 4 {
+		// The coordinator does not serve v4: the request went without
+		// its transaction (harmlessly refused); ask the old way.
+		return h.verifyRemoteDescribe(br, coord, id, pid, epoch, tp)
+	}
+	if resp.ErrorCode != 0 {
+		return fmt.Errorf("transaction coordinator %d: %v: %w", coord, kerr.ErrorForCode(resp.ErrorCode), kerr.NotEnoughReplicas)
+	}
+	for _, rt := range resp.Transactions {
+		for _, st := range rt.Topics {
+			for _, sp := range st.Partitions {
+				if rt.TransactionalID != id || st.Topic != tp.Topic || sp.Partition != tp.Partition {
+					continue
+				}
+				switch sp.ErrorCode {
+				case 0:
+					return nil
+				case kerr.InvalidTxnState.Code, kerr.InvalidProducerIDMapping.Code:
+					return kerr.InvalidTxnState
+				case kerr.ProducerFenced.Code, kerr.InvalidProducerEpoch.Code:
+					return kerr.InvalidProducerEpoch
+				default: // not the coordinator (any more), loading, ...
+					return fmt.Errorf("transaction coordinator %d: %v: %w", coord, kerr.ErrorForCode(sp.ErrorCode), kerr.NotEnoughReplicas)
+				}
+			}
+		}
+	}
+	return fmt.Errorf("transaction coordinator %d did not answer for %s/%d: %w", coord, tp.Topic, tp.Partition, kerr.NotEnoughReplicas)
+}
+
+// verifyRemoteDescribe is verifyRemote through DescribeTransactions.
+func (h *txnHost) verifyRemoteDescribe(br *kgo.Broker, coord int32, id string, pid int64, epoch int16, tp txn.TP) error {
 	req := kmsg.NewPtrDescribeTransactionsRequest()
 	req.TransactionalIDs = []string{id}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -24,11 +24,16 @@ const txnStateTopic = "__transaction_state"
 // txnHost runs the transaction coordinator (core/txn) for the broker
 // (issue 11). Each transactional ID's state lives in its
 // __transaction_state partition; this broker coordinates the IDs of the
-// partitions it leads. A partition is loaded (its records replayed) on the
-// first request after this broker became its leader, at that leader
-// epoch, and its IDs are dropped when it is no longer led at that epoch
-// (unload), so a deposed coordinator answers NOT_COORDINATOR instead of
-// acting on stale state.
+// partitions it leads. A partition is loaded (its records replayed) when
+// this broker becomes its leader (the cluster applier kicks the timeout
+// goroutine, as Kafka loads on election), at the first request, or at the
+// next tick of the timeout goroutine (transaction.abort.timed.out.
+// transaction.cleanup.interval.ms), whichever comes first: the IDs of a failed
+// coordinator are taken over even when their producers are silent, so
+// their open transactions time out and their Prepare* states get their
+// markers. It is loaded at that leader epoch, and its IDs are dropped when
+// it is no longer led at that epoch (unload), so a deposed coordinator
+// answers NOT_COORDINATOR instead of acting on stale state.
 //
 // Every state change is appended to __transaction_state and replicated
 // (acks=all) before it is acted on: Prepare* before any marker, Complete*
@@ -51,12 +56,25 @@ type txnHost struct {
 	// loadedAt mirrors loaded (partition -> leader epoch) for verify.
 	loadedAt sync.Map
 
-	createMu sync.Mutex // serializes creating __transaction_state
-	peers    peers      // clients of the other brokers (txn_verify.go)
+	createMu sync.Mutex    // serializes creating __transaction_state
+	peers    peers         // clients of the other brokers (txn_verify.go)
+	loadCh   chan struct{} // kick: leadership of __transaction_state may have changed
+}
+
+// kick wakes the timeout goroutine to load the __transaction_state
+// partitions this broker has come to lead. Safe on a nil host.
+func (h *txnHost) kick() {
+	if h == nil {
+		return
+	}
+	select {
+	case h.loadCh <- struct{}{}:
+	default:
+	}
 }
 
 func (b *Broker) startTxns() {
-	h := &txnHost{b: b, txns: map[string]*txn.Txn{}, loaded: map[int32]int32{}, busy: map[string]bool{}}
+	h := &txnHost{b: b, txns: map[string]*txn.Txn{}, loaded: map[int32]int32{}, busy: map[string]bool{}, loadCh: make(chan struct{}, 1)}
 	b.txns = h
 	b.wg.Add(1)
 	go func() {
@@ -115,16 +133,46 @@ func (h *txnHost) coordinatorLocked(id string) (*partition, int16) {
 	if st.Role != part.Leader {
 		return nil, kerr.NotCoordinator.Code
 	}
-	if e, ok := h.loaded[i]; ok && e == st.View.LeaderEpoch {
-		return p, 0
+	if code := h.ensureLoadedLocked(p, i, st.View.LeaderEpoch); code != 0 {
+		return nil, code
+	}
+	return p, 0
+}
+
+// ensureLoadedLocked loads partition p (index i), led here at epoch,
+// unless it is loaded at that epoch already. REQUIRES: h.mu.
+func (h *txnHost) ensureLoadedLocked(p *partition, i, epoch int32) int16 {
+	if e, ok := h.loaded[i]; ok && e == epoch {
+		return 0
 	}
 	if err := h.loadLocked(p, i); err != nil {
 		h.b.logger.Warn("broker: load __transaction_state", "partition", i, "err", err)
-		return nil, kerr.CoordinatorLoadInProgress.Code
+		return kerr.CoordinatorLoadInProgress.Code
 	}
-	h.loaded[i] = st.View.LeaderEpoch
-	h.loadedAt.Store(i, st.View.LeaderEpoch)
-	return p, 0
+	h.loaded[i] = epoch
+	h.loadedAt.Store(i, epoch)
+	return 0
+}
+
+// loadLedLocked loads every __transaction_state partition this broker
+// leads and has not loaded at its leader epoch: a new coordinator takes
+// over the IDs of its partitions on election, as Kafka's does, so it
+// times out their open transactions and finishes the markers of their
+// Prepare* states even when no client asks about them. REQUIRES: h.mu.
+func (h *txnHost) loadLedLocked() {
+	t := h.b.topic(txnStateTopic)
+	if t == nil {
+		return
+	}
+	for i := range int32(len(t.partitions)) {
+		p := t.partition(i)
+		if p == nil {
+			continue
+		}
+		if st := p.State(); st.Role == part.Leader {
+			h.ensureLoadedLocked(p, i, st.View.LeaderEpoch)
+		}
+	}
 }
 
 // unloadLocked drops the IDs of partitions this broker no longer leads at
@@ -213,8 +261,14 @@ func (h *txnHost) loadLocked(p *partition, i int32) error {
 // persist appends t's state to its partition and waits until the ISR has
 // it. It must be called without h.mu (it waits for replication).
 func (h *txnHost) persist(p *partition, t *txn.Txn) error {
+	return h.persistRecord(p, txn.EncodeKey(t.ID), txn.EncodeValue(t))
+}
+
+// persistRecord appends one record (a nil value is a tombstone) to p and
+// waits until the ISR has it. It must be called without h.mu.
+func (h *txnHost) persistRecord(p *partition, key, value []byte) error {
 	now := time.Now()
-	batch := recordBatchKV(txn.EncodeKey(t.ID), txn.EncodeValue(t), now.UnixMilli())
+	batch := recordBatchKV(key, value, now.UnixMilli())
 	res, epoch, err := p.AppendAsLeader(batch, now, nil)
 	if err != nil {
 		return err
@@ -420,12 +474,16 @@ func (b *Broker) writeMarker(tp txn.TP, pid int64, epoch int16, commit bool, coo
 }
 
 // run aborts transactions past their timeout, every
-// transaction.abort.timed.out.transaction.cleanup.interval.ms, until the
+// transaction.abort.timed.out.transaction.cleanup.interval.ms, and forgets
+// expired transactional IDs, every
+// transaction.remove.expired.transaction.cleanup.interval.ms, until the
 // broker stops.
 func (h *txnHost) run() {
 	every := time.Duration(h.b.cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs) * time.Millisecond
 	t := time.NewTicker(every)
 	defer t.Stop()
+	expiry := time.NewTicker(time.Duration(h.b.cfg.TransactionRemoveExpiredTransactionCleanupIntervalMs) * time.Millisecond)
+	defer expiry.Stop()
 	defer h.closePeers()
 	for {
 		select {
@@ -433,14 +491,68 @@ func (h *txnHost) run() {
 			return
 		case <-t.C:
 			h.abortTimedOut()
+		case <-expiry.C:
+			h.expireIDs()
+		case <-h.loadCh:
+			h.mu.Lock()
+			h.unloadLocked()
+			h.loadLedLocked()
+			h.mu.Unlock()
 		}
 	}
+}
+
+// expireIDs forgets the transactional IDs this broker coordinates that
+// have had no transaction for transactional.id.expiration.ms: a tombstone
+// in __transaction_state (so no later load brings them back), then out of
+// memory. An ID is busy meanwhile, so a request for it waits
+// (CONCURRENT_TRANSACTIONS) and then starts afresh with a new producer ID.
+func (h *txnHost) expireIDs() {
+	now := time.Now().UnixMilli()
+	h.mu.Lock()
+	h.unloadLocked()
+	var due []*txn.Txn
+	for id, t := range h.txns {
+		if !h.busy[id] && t.Expired(now, h.b.cfg.TransactionalIDExpirationMs) {
+			h.busy[id] = true
+			due = append(due, t)
+		}
+	}
+	h.mu.Unlock()
+	for _, cur := range due {
+		h.expire(cur)
+	}
+}
+
+// expire writes cur's tombstone and drops it; the caller marked it busy.
+func (h *txnHost) expire(cur *txn.Txn) {
+	defer h.done(cur.ID)
+	h.mu.Lock()
+	p, code := h.coordinatorLocked(cur.ID)
+	still := h.txns[cur.ID] == cur
+	h.mu.Unlock()
+	if code != 0 || !still {
+		return
+	}
+	if err := h.persistRecord(p, txn.EncodeKey(cur.ID), nil); err != nil {
+		h.b.logger.Warn("broker: expire transactional id", "transactional_id", cur.ID, "err", err)
+		return
+	}
+	h.mu.Lock()
+	if h.txns[cur.ID] == cur {
+		delete(h.txns, cur.ID)
+		h.view.Delete(cur.ID)
+	}
+	h.mu.Unlock()
+	h.b.logger.Info("broker: transactional id expired", "transactional_id", cur.ID, "producer_id", cur.ProducerID,
+		"idle_ms", time.Now().UnixMilli()-cur.UpdateMs)
 }
 
 func (h *txnHost) abortTimedOut() {
 	now := time.Now().UnixMilli()
 	h.mu.Lock()
 	h.unloadLocked()
+	h.loadLedLocked()
 	var due []*txn.Txn
 	for id, t := range h.txns {
 		if !h.busy[id] && t.TimedOut(now) {

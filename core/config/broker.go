@@ -223,6 +223,13 @@ type Broker struct {
 	// the coordinator looks for transactions past their timeout and
 	// aborts them.
 	TransactionAbortTimedOutTransactionCleanupIntervalMs int64 `mapstructure:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
+	// TransactionalIDExpirationMs is how long a transactional ID may go
+	// without a transaction before the coordinator forgets it (a
+	// tombstone in __transaction_state); its next InitProducerId gets a
+	// new producer ID. TransactionRemoveExpiredTransactionCleanupIntervalMs
+	// is how often the coordinator looks for such IDs.
+	TransactionalIDExpirationMs                          int64 `mapstructure:"transactional.id.expiration.ms"`
+	TransactionRemoveExpiredTransactionCleanupIntervalMs int64 `mapstructure:"transaction.remove.expired.transaction.cleanup.interval.ms"`
 }
 
 // PluginConfigKeys are the broker keys whose values are plugin config
@@ -344,6 +351,8 @@ func DefaultBroker() Broker {
 		TransactionStateLogSegmentBytes:                      104857600,
 		TransactionMaxTimeoutMs:                              900000,
 		TransactionAbortTimedOutTransactionCleanupIntervalMs: 10000,
+		TransactionalIDExpirationMs:                          604800000,
+		TransactionRemoveExpiredTransactionCleanupIntervalMs: 3600000,
 	}
 }
 
@@ -398,6 +407,8 @@ func (b Broker) Validate() error {
 		{"log.message.timestamp.before.max.ms", b.LogMessageTimestampBeforeMaxMs >= 0},
 		{"log.message.timestamp.after.max.ms", b.LogMessageTimestampAfterMaxMs >= 0},
 		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", b.TransactionAbortTimedOutTransactionCleanupIntervalMs >= 1},
+		{"transactional.id.expiration.ms", b.TransactionalIDExpirationMs >= 1},
+		{"transaction.remove.expired.transaction.cleanup.interval.ms", b.TransactionRemoveExpiredTransactionCleanupIntervalMs >= 1},
 	}
 	for _, c := range checks {
 		if !c.ok {

@@ -81,6 +81,8 @@ type cleanPass struct {
 	dig     digester
 	lastOf  map[int64]int64 // producer ID -> last offset of its last batch
 	aborted []AbortedTxn    // aborted transactions, read on first need (txn.go)
+	txnKept map[int64]bool  // producer ID -> a batch of its current transaction was written this pass
+	dropped []AbortedTxn    // ABORT markers the group being written removes (ProducerID, LastOffset)
 	horizon int64           // earliest delete horizon of a kept tombstone, 0 if none
 	br      *bufio.Reader   // segment reader, reused
 	bw      *bufio.Writer   // cleaned segment writer, reused across groups
@@ -113,7 +115,7 @@ func (l *Log) Clean(ctx context.Context, now time.Time, opts CleanOptions) (Clea
 	if opts.MaxKeys <= 0 {
 		opts.MaxKeys = DefaultCleanerKeys
 	}
-	p := &cleanPass{l: l, ctx: ctx, nowMs: now.UnixMilli(), cfg: cfg, opts: opts, dig: newDigester()}
+	p := &cleanPass{l: l, ctx: ctx, nowMs: now.UnixMilli(), cfg: cfg, opts: opts, dig: newDigester(), txnKept: map[int64]bool{}}
 	segs, n, firstDirty, ok := p.plan()
 	cand := segs[:n]
 	if !ok {
@@ -362,6 +364,18 @@ func (p *cleanPass) cleanGroup(g []*segment) error {
 		return err
 	}
 	m.maybeAddTime()
+	// The removed ABORT markers leave the aborted-transaction index
+	// before the swap: their transactions' records went in an earlier
+	// pass, so no read needs the entries, and a reader that got an entry
+	// without meeting its marker would skip the producer's later batches.
+	if len(p.dropped) > 0 {
+		l.appendMu.Lock()
+		for _, a := range p.dropped {
+			l.txns.dropAborted(a.ProducerID, a.LastOffset)
+		}
+		l.appendMu.Unlock()
+		p.dropped, p.aborted = p.dropped[:0], nil
+	}
 	return l.swapIn(g, m)
 }
 
@@ -408,10 +422,68 @@ func (p *cleanPass) writeGroup(w io.Writer, g []*segment) (segMeta, error) {
 // producer's sequence) or the last of the cleaned segment (so the segment
 // keeps its last offset: a fetch anywhere in it returns a batch and
 // consumers move past the removed offsets instead of waiting at them).
+//
+// Transactions (issue 11), as Kafka's cleaner: the records of an aborted
+// transaction are all removed; a marker stays while any batch of its
+// transaction is still in the log (filterMarker).
 func (p *cleanPass) filterBatch(dst []byte, h record.Header, batch []byte, lastInSegment bool) ([]byte, error) {
 	if h.Control() {
-		return append(dst, batch...), nil // markers: kept (Kafka later removes old ones; not done here)
+		return p.filterMarker(dst, h, batch, lastInSegment)
 	}
+	n := len(dst)
+	dst, err := p.filterData(dst, h, batch, lastInSegment)
+	if err == nil && h.Transactional() && len(dst) > n {
+		p.txnKept[h.ProducerID] = true
+	}
+	return dst, err
+}
+
+// filterMarker decides a transaction marker. The pass reads the log from
+// its start, so by a marker it has seen every batch of the transaction
+// the marker ends. While one of them is kept, so is the marker: without
+// it the batch would read as an open transaction to a rebuild of producer
+// state. Once none is, the marker is needed no longer, and it goes as a
+// tombstone does: the first pass stamps a delete horizon
+// (delete.retention.ms, so a consumer that read the transaction's records
+// before they went still reads its marker), a pass after the horizon
+// removes it. A producer's last batch and a cleaned segment's last batch
+// stay regardless (producer state, the segment's last offset).
+func (p *cleanPass) filterMarker(dst []byte, h record.Header, batch []byte, lastInSegment bool) ([]byte, error) {
+	kept := p.txnKept[h.ProducerID]
+	delete(p.txnKept, h.ProducerID)
+	if last, ok := p.lastOf[h.ProducerID]; kept || lastInSegment || (ok && last == h.LastOffset()) {
+		return append(dst, batch...), nil
+	}
+	horizon, hasH := hasHorizon(h)
+	if hasH && p.nowMs >= horizon {
+		if ctl, _ := controlTypeOf(h, batch); ctl == record.ControlAbort {
+			p.dropped = append(p.dropped, AbortedTxn{ProducerID: h.ProducerID, LastOffset: h.BaseOffset})
+		}
+		return dst, nil
+	}
+	if hasH {
+		p.noteHorizon(horizon)
+		return append(dst, batch...), nil
+	}
+	recs, err := batchRecords(p.recs, h, batch)
+	if err != nil {
+		return dst, err
+	}
+	horizon = p.nowMs + p.cfg.DeleteRetentionMs
+	p.noteHorizon(horizon)
+	return rebuildBatch(dst, batch, h, batchDecision{keep: recs, horizon: horizon})
+}
+
+// noteHorizon remembers the earliest delete horizon still ahead, when the
+// next pass is due.
+func (p *cleanPass) noteHorizon(horizon int64) {
+	if p.horizon == 0 || horizon < p.horizon {
+		p.horizon = horizon
+	}
+}
+
+// filterData is filterBatch for a batch of records.
+func (p *cleanPass) filterData(dst []byte, h record.Header, batch []byte, lastInSegment bool) ([]byte, error) {
 	recs, err := batchRecords(p.recs, h, batch)
 	if err != nil {
 		return dst, err
@@ -421,9 +493,10 @@ func (p *cleanPass) filterBatch(dst []byte, h record.Header, batch []byte, lastI
 	d := batchDecision{keep: p.keep[:0]}
 	defer func() { p.keep = d.keep[:0] }()
 	tombstones := false
+	aborted := h.Transactional() && p.abortedBatch(h)
 	for _, r := range recs {
 		p.stats.RecordsRead++
-		if r.key == nil {
+		if aborted || r.key == nil {
 			continue // compacted topics need keys; Kafka's cleaner drops these too
 		}
 		off := h.BaseOffset + int64(r.offDelta)
@@ -444,9 +517,7 @@ func (p *cleanPass) filterBatch(dst []byte, h record.Header, batch []byte, lastI
 			horizon = p.nowMs + p.cfg.DeleteRetentionMs
 			d.horizon = horizon
 		}
-		if p.horizon == 0 || horizon < p.horizon {
-			p.horizon = horizon
-		}
+		p.noteHorizon(horizon)
 	}
 	if len(d.keep) == len(recs) && d.horizon == 0 {
 		return append(dst, batch...), nil

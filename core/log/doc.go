@@ -154,7 +154,8 @@
 // from the newest snapshot plus the markers after it (their control type
 // is the one record body recovery reads), so recovery stays bounded by the
 // bytes after the last snapshot. Not Kafka's per-segment .txnindex file:
-// entries leave the index when the log start passes their marker.
+// entries leave the index when the log start passes their marker, or when
+// compaction removes the marker (below).
 //
 // # Leader-epoch checkpoint (leader-epoch-checkpoint)
 //
@@ -259,7 +260,18 @@
 // cleaned segment, which are written as empty uncompressed batches
 // (numRecords 0), so a segment keeps its last offset and a fetch inside a
 // cleaned range always returns a batch that moves the consumer on.
-// Control batches are copied unchanged.
+//
+// Transactions, as Kafka's cleaner: the cleanable range ends at the first
+// offset of the oldest open transaction; an aborted transaction's records
+// never shadow a key's committed record and are all removed. A pass reads
+// from the log start, so at a marker it has seen every batch of that
+// transaction: while one of them is kept, the marker is copied unchanged
+// (without it, a rebuild of producer state would read the batch as an
+// open transaction). A marker whose transaction has nothing left gets a
+// delete horizon like a tombstone and goes in a pass after it; an ABORT
+// marker's aborted-index entry goes with it (before the swap: the records
+// went in an earlier pass). A producer's last batch and a cleaned
+// segment's last batch stay regardless.
 //
 // Tombstones follow KIP-534: the first pass that keeps a tombstone
 // rewrites its batch with attribute bit 6 set and baseTimestamp = the

@@ -73,6 +73,17 @@ func (t *txnIndex) apply(h record.Header, ctl int16) {
 	t.aborted = append(t.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset, LastStableOffset: lso})
 }
 
+// dropAborted forgets the aborted transaction whose ABORT marker of
+// producer pid is at offset marker: the cleaner is removing the marker,
+// and the transaction's records went before it. A read_committed client
+// that was told of the transaction would skip the producer's later
+// batches until it met the marker, which is no longer there.
+func (t *txnIndex) dropAborted(pid, marker int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.aborted = slices.DeleteFunc(t.aborted, func(a AbortedTxn) bool { return a.ProducerID == pid && a.LastOffset == marker })
+}
+
 // snapshot returns the aborted transactions with a marker at or above
 // start, for a producer snapshot.
 func (t *txnIndex) snapshot(start int64) []AbortedTxn {

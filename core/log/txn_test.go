@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -188,5 +190,129 @@ func TestTxnCleanerKeepsCommittedUnderAborted(t *testing.T) {
 	}
 	if !slices.Contains(vals, "committed") {
 		t.Fatalf("key k after cleaning: %q; the committed record was removed under an aborted one", vals)
+	}
+}
+
+// TestTxnCleanerRemovesAbortedAndMarkers: compaction of transactional
+// data, as Kafka's cleaner does it. An aborted transaction's records go
+// at once; a marker stays while any batch of its transaction is in the
+// log, and once none is it gets a delete horizon (delete.retention.ms)
+// and goes in a pass after it. Afterwards the log holds exactly the
+// latest committed record of every key, read_committed and
+// read_uncommitted alike, no transaction is open (also after producer
+// state is rebuilt from the log alone), and every kept marker still
+// follows data of its producer or is the producer's last batch.
+func TestTxnCleanerRemovesAbortedAndMarkers(t *testing.T) {
+	dir := t.TempDir()
+	cfg := compactConfig()
+	cfg.SegmentBytes = 1 << 10
+	cfg.DeleteRetentionMs = 1000
+	l := openLog(t, dir, cfg)
+	seqs := map[int64]int32{}
+	txn := func(pid int64, commit bool, kvs ...string) {
+		t.Helper()
+		var recs []recordtest.Rec
+		for i := 0; i < len(kvs); i += 2 {
+			recs = append(recs, recordtest.Rec{Key: []byte(kvs[i]), Value: []byte(kvs[i+1]), Timestamp: 1})
+		}
+		mustAppend(t, l, recordtest.Build(recordtest.Options{Producer: &recordtest.Producer{ID: pid, BaseSequence: seqs[pid]}, Transactional: true}, recs...))
+		seqs[pid] += int32(len(recs))
+		if _, err := l.AppendMarker(pid, 0, commit, 0, -1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := func(k, v string) {
+		mustAppend(t, l, recordtest.Batch(record.CodecNone, recordtest.Rec{Key: []byte(k), Value: []byte(v), Timestamp: 1}))
+	}
+	plain("k1", "plain1")
+	txn(7, true, "k1", "c7", "k2", "c7")  // k1 survives: its marker stays
+	txn(8, false, "k1", "a8", "k3", "a8") // aborted: data goes, then the marker
+	txn(9, true, "k2", "c9")              // k2's latest
+	txn(10, true, "k4", "c10")            // superseded below: marker goes
+	plain("k4", "plain4")
+	txn(8, true, "k5", "c8")   // producers 8 and 10 write again, so their
+	txn(10, true, "k6", "c10") // earlier markers are not their last batches
+	val := make([]byte, 300)
+	for i := range 12 { // roll segments so all of the above is cleanable
+		plain(fmt.Sprintf("f%d", i), string(val))
+	}
+	settle(t, l)
+	want := map[string]string{"k1": "c7", "k2": "c9", "k4": "plain4", "k5": "c8", "k6": "c10"}
+	type marker struct {
+		pid     int64
+		horizon bool
+	}
+	scan := func() (map[string]string, []marker) {
+		t.Helper()
+		got := map[string]string{}
+		var ms []marker
+		for rest := readAll(t, l); len(rest) > 0; {
+			h, b, r, err := record.Next(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest = r
+			if h.Control() {
+				_, hz := hasHorizon(h)
+				ms = append(ms, marker{h.ProducerID, hz})
+				continue
+			}
+			if err := record.Records(b, 0, func(rec record.Record) error {
+				if k := string(rec.Key); k[0] == 'k' {
+					if _, dup := got[k]; dup {
+						return fmt.Errorf("key %s twice", k)
+					}
+					got[k] = string(rec.Value)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got, ms
+	}
+	now := time.Now()
+	if _, err := l.Clean(context.Background(), now, CleanOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, ms := scan()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("after the first pass (-want +got):\n%s", diff)
+	}
+	wantMarkers := []marker{{7, false}, {8, true}, {9, false}, {10, true}, {8, false}, {10, false}}
+	if diff := cmp.Diff(wantMarkers, ms, cmp.AllowUnexported(marker{})); diff != "" {
+		t.Fatalf("markers after the first pass (-want +got):\n%s", diff)
+	}
+	if ab := l.AbortedTxns(0, math.MaxInt64); len(ab) != 1 || ab[0].ProducerID != 8 {
+		t.Fatalf("aborted index after the first pass: %+v, want producer 8's transaction", ab)
+	}
+	if _, err := l.Clean(context.Background(), now.Add(2*time.Second), CleanOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ab := l.AbortedTxns(0, math.MaxInt64); len(ab) != 0 {
+		t.Fatalf("aborted index after its marker went: %+v, want empty (a read_committed reader would skip producer 8 from there on)", ab)
+	}
+	got, ms = scan()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("after the horizon (-want +got):\n%s", diff)
+	}
+	wantMarkers = []marker{{7, false}, {9, false}, {8, false}, {10, false}}
+	if diff := cmp.Diff(wantMarkers, ms, cmp.AllowUnexported(marker{})); diff != "" {
+		t.Fatalf("markers after the horizon (-want +got):\n%s", diff)
+	}
+	if off, open := l.FirstUnstableOffset(); open {
+		t.Fatalf("a transaction is open at %d after cleaning", off)
+	}
+	// Producer state rebuilt from the cleaned log alone.
+	crash(l)
+	for _, s := range segmentFiles(t, dir, snapshotSuffix) {
+		os.Remove(s)
+	}
+	l = openLog(t, dir, cfg)
+	if off, open := l.FirstUnstableOffset(); open {
+		t.Fatalf("a transaction is open at %d after rebuilding producer state from the cleaned log", off)
+	}
+	if lso, end := l.LastStableOffset(l.EndOffset()), l.EndOffset(); lso != end {
+		t.Fatalf("last stable offset %d, log end %d", lso, end)
 	}
 }

@@ -68,6 +68,30 @@ type Txn struct {
 	Partitions []TP
 	StartMs    int64 // when the ongoing transaction began
 	UpdateMs   int64
+	// TV2 says the transaction was ended by EndTxn v5+ (KIP-890 part 2,
+	// transaction version 2): its end bumped the epoch, which the client
+	// continues with. Stored as ClientTransactionVersion 2.
+	TV2 bool
+	// NextProducerID is, with HasNext in a Prepare* state whose epoch
+	// bump overflowed, the producer ID the client continues with (at
+	// epoch 0); the markers still carry ProducerID.
+	NextProducerID int64
+	HasNext        bool
+	// PrevProducerID is, with HasPrev after such an overflow completed,
+	// the producer ID the ended transaction ran under (a retry of its
+	// EndTxn names it).
+	PrevProducerID int64
+	HasPrev        bool
+}
+
+// Client is the producer ID and epoch the client continues with: those
+// of t, or the next producer ID at epoch 0 while an overflowing KIP-890
+// bump is being prepared.
+func (t *Txn) Client() (int64, int16) {
+	if t.HasNext {
+		return t.NextProducerID, 0
+	}
+	return t.ProducerID, t.Epoch
 }
 
 // Clone returns a deep copy.
@@ -90,9 +114,21 @@ func EncodeKey(id string) []byte {
 
 // EncodeValue is the record value of t.
 func EncodeValue(t *Txn) []byte {
-	v := kmsg.TxnMetadataValue{
-		Version: 0, ProducerID: t.ProducerID, ProducerEpoch: t.Epoch, TimeoutMillis: t.TimeoutMs,
-		State: kmsg.TransactionState(t.Status), LastUpdateTimestamp: t.UpdateMs, StartTimestamp: t.StartMs,
+	v := kmsg.NewTxnMetadataValue()
+	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = t.ProducerID, t.Epoch, t.TimeoutMs
+	v.State, v.LastUpdateTimestamp, v.StartTimestamp = kmsg.TransactionState(t.Status), t.UpdateMs, t.StartMs
+	if t.TV2 || t.HasNext || t.HasPrev {
+		// v1 (flexible) carries KIP-890's fields as tagged fields.
+		v.Version, v.ClientTransactionVersion = 1, 1
+		if t.TV2 {
+			v.ClientTransactionVersion = 2
+		}
+		if t.HasNext {
+			v.NextProducerID = t.NextProducerID
+		}
+		if t.HasPrev {
+			v.PreviousProducerID = t.PrevProducerID
+		}
 	}
 	for _, p := range t.Partitions {
 		if n := len(v.Topics); n > 0 && v.Topics[n-1].Topic == p.Topic {
@@ -113,12 +149,19 @@ func Decode(key, value []byte) (id string, t *Txn, err error) {
 	if value == nil {
 		return k.TransactionalID, nil, nil
 	}
-	var v kmsg.TxnMetadataValue
+	v := kmsg.NewTxnMetadataValue()
 	if err := v.ReadFrom(value); err != nil {
 		return "", nil, fmt.Errorf("%w: value of %q: %v", ErrCorrupt, k.TransactionalID, err)
 	}
 	t = &Txn{ID: k.TransactionalID, ProducerID: v.ProducerID, Epoch: v.ProducerEpoch, TimeoutMs: v.TimeoutMillis,
-		Status: Status(v.State), StartMs: v.StartTimestamp, UpdateMs: v.LastUpdateTimestamp}
+		Status: Status(v.State), StartMs: v.StartTimestamp, UpdateMs: v.LastUpdateTimestamp,
+		TV2: v.Version >= 1 && v.ClientTransactionVersion >= 2}
+	if v.Version >= 1 && v.NextProducerID >= 0 {
+		t.NextProducerID, t.HasNext = v.NextProducerID, true
+	}
+	if v.Version >= 1 && v.PreviousProducerID >= 0 {
+		t.PrevProducerID, t.HasPrev = v.PreviousProducerID, true
+	}
 	if t.Status < Empty || t.Status > Dead {
 		return "", nil, fmt.Errorf("%w: %q in state %d", ErrCorrupt, t.ID, v.State)
 	}
@@ -172,6 +215,7 @@ func Init(cur *Txn, id string, timeoutMs, maxTimeoutMs int32, reqPID int64, reqE
 	}
 	next = cur.Clone()
 	next.TimeoutMs, next.UpdateMs = timeoutMs, nowMs
+	next.TV2, next.HasNext, next.HasPrev = false, false, false
 	if next.Epoch >= math.MaxInt16-1 {
 		pid, err := newID()
 		if err != nil {
@@ -245,12 +289,40 @@ func (t *Txn) Has(pid int64, epoch int16, p TP) bool {
 	return ok
 }
 
+// Verify is AddPartitionsToTxn v4+ with VerifyOnly (KIP-890 part 1
+// across brokers): 0 when the producer's transaction is ongoing at epoch
+// with p added, else the code a partition leader refuses the batch with.
+func Verify(cur *Txn, pid int64, epoch int16, p TP) int16 {
+	if code := checkProducer(cur, pid, epoch); code != 0 {
+		return code
+	}
+	if !cur.Has(pid, epoch, p) {
+		return kerr.InvalidTxnState.Code
+	}
+	return 0
+}
+
 // End is EndTxn: the next state (Prepare*) to persist before the markers,
 // nil with code 0 when the request repeats a transaction already
 // completed the same way (a retry), or an error code.
-func End(cur *Txn, pid int64, epoch int16, commit bool, nowMs int64) (*Txn, int16) {
+//
+// With tv2 (EndTxn v5+, KIP-890 part 2) the end bumps the epoch: the
+// Prepare* state and its markers carry epoch+1, which the client
+// continues with (Txn.Client), so a delayed EndTxn of this transaction
+// arriving after the next one began is fenced by its stale epoch. When
+// the epoch would overflow, newID hands out a producer ID the client
+// continues with at epoch 0 (the markers keep the old one). A retry names
+// the epoch before the bump. An abort with no transaction open bumps the
+// epoch too (a client fencing its own late requests).
+func End(cur *Txn, pid int64, epoch int16, commit, tv2 bool, nowMs int64, newID func() (int64, error)) (*Txn, int16, error) {
+	if tv2 && cur != nil && cur.TV2 && retriedEnd(cur, pid, epoch, commit) {
+		if cur.Status.Preparing() {
+			return nil, kerr.ConcurrentTransactions.Code, nil
+		}
+		return nil, 0, nil
+	}
 	if code := checkProducer(cur, pid, epoch); code != 0 {
-		return nil, code
+		return nil, code, nil
 	}
 	switch cur.Status {
 	case Ongoing:
@@ -259,21 +331,64 @@ func End(cur *Txn, pid int64, epoch int16, commit bool, nowMs int64) (*Txn, int1
 		if commit {
 			next.Status = PrepareCommit
 		}
-		return next, 0
-	case CompleteCommit:
-		if commit {
-			return nil, 0
+		return bumpEnd(next, tv2, newID)
+	case Empty, CompleteCommit, CompleteAbort:
+		if tv2 && !commit {
+			next := cur.Clone()
+			next.Status, next.Partitions, next.UpdateMs = PrepareAbort, nil, nowMs
+			return bumpEnd(next, tv2, newID)
 		}
-	case CompleteAbort:
-		if !commit {
-			return nil, 0
+		if !tv2 && (cur.Status == CompleteCommit) == commit && cur.Status != Empty {
+			return nil, 0, nil
 		}
 	case PrepareCommit, PrepareAbort:
 		if (cur.Status == PrepareCommit) == commit {
-			return nil, kerr.ConcurrentTransactions.Code
+			return nil, kerr.ConcurrentTransactions.Code, nil
 		}
 	}
-	return nil, kerr.InvalidTxnState.Code
+	return nil, kerr.InvalidTxnState.Code, nil
+}
+
+// bumpEnd applies KIP-890 part 2's epoch bump to a Prepare* state.
+func bumpEnd(next *Txn, tv2 bool, newID func() (int64, error)) (*Txn, int16, error) {
+	next.TV2, next.HasNext, next.HasPrev = tv2, false, false
+	if !tv2 {
+		return next, 0, nil
+	}
+	if next.Epoch < math.MaxInt16-1 {
+		next.Epoch++
+		return next, 0, nil
+	}
+	id, err := newID()
+	if err != nil {
+		return nil, 0, err
+	}
+	next.NextProducerID, next.HasNext = id, true
+	return next, 0, nil
+}
+
+// retriedEnd says an EndTxn v5+ of producer pid at epoch repeats the end
+// of cur's last transaction (the same outcome, the epoch before its bump).
+func retriedEnd(cur *Txn, pid int64, epoch int16, commit bool) bool {
+	var done bool
+	switch cur.Status {
+	case PrepareCommit, CompleteCommit:
+		done = commit
+	case PrepareAbort, CompleteAbort:
+		done = !commit
+	default:
+		return false
+	}
+	if !done {
+		return false
+	}
+	switch {
+	case cur.HasNext: // preparing an overflow: not bumped
+		return pid == cur.ProducerID && epoch == cur.Epoch
+	case cur.HasPrev && cur.ProducerID != pid: // completed an overflow
+		return pid == cur.PrevProducerID && cur.Epoch == 0 && epoch == math.MaxInt16-1
+	}
+	return pid == cur.ProducerID && epoch == cur.Epoch-1
 }
 
 // Complete is the state after every marker of a Prepare* state is written.
@@ -282,6 +397,10 @@ func Complete(cur *Txn, nowMs int64) *Txn {
 	next.Status = CompleteAbort
 	if cur.Status == PrepareCommit {
 		next.Status = CompleteCommit
+	}
+	if cur.HasNext { // a KIP-890 bump overflowed
+		next.PrevProducerID, next.HasPrev = cur.ProducerID, true
+		next.ProducerID, next.Epoch, next.HasNext = cur.NextProducerID, 0, false
 	}
 	next.Partitions, next.UpdateMs = nil, nowMs
 	return next
@@ -294,11 +413,23 @@ func (t *Txn) TimedOut(nowMs int64) bool {
 	return t.Status == Ongoing && nowMs-t.StartMs > int64(t.TimeoutMs)
 }
 
+// Expired says t is an ID without an open transaction whose state has
+// not changed for expirationMs (transactional.id.expiration.ms): the
+// coordinator forgets it with a tombstone, as Kafka does.
+func (t *Txn) Expired(nowMs, expirationMs int64) bool {
+	switch t.Status {
+	case Empty, CompleteCommit, CompleteAbort:
+		return nowMs-t.UpdateMs >= expirationMs
+	}
+	return false
+}
+
 // Abort is the PrepareAbort state of a timed out transaction, under a
 // bumped epoch.
 func Abort(cur *Txn, nowMs int64) *Txn {
 	next := cur.Clone()
 	next.Status, next.UpdateMs = PrepareAbort, nowMs
+	next.TV2, next.HasNext, next.HasPrev = false, false, false
 	if next.Epoch < math.MaxInt16-1 {
 		next.Epoch++
 	}

@@ -40,6 +40,14 @@
 //     MIT KDC), TLS, client certificates and SASL_SSL. kafkajs runs
 //     testdata/kafkajs/driver.js with node; its locked packages are
 //     installed with `npm ci` once into the user cache directory.
+//   - txn_matrix_test.go (with txn_pipeline_member_test.go, the member
+//     process): issue 11's kill -9 matrix — franz-go GroupTransactSession
+//     pipelines copy an input topic to an output topic on three brokers
+//     while the leaders of an input, an output, a __consumer_offsets and a
+//     __transaction_state partition and a pipeline member are kill -9ed
+//     and restarted; read_committed, the output holds every input record
+//     once, in order per key (VLTAVA_TXN_MATRIX_LONG=1: each fault in its
+//     own cluster, three times).
 //
 // kcat, node/npm and MIT Kerberos are optional: without them (Debian
 // packages "kcat", "nodejs" and "npm", "krb5-kdc" and

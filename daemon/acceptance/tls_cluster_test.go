@@ -3,6 +3,7 @@ package acceptance
 import (
 	"context"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vltava/vltava/core/tlsconf"
@@ -207,5 +209,104 @@ func TestTLSClusterAcceptance(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		conn.Close()
 		t.Error("the intruder serves Kafka")
+	}
+}
+
+// TestTLSClusterTransactions: on a cluster whose only listener is mutual
+// TLS, a transaction over partitions led by every broker commits and
+// another aborts, read_committed sees exactly the committed records: the
+// coordinator's broker-to-broker clients (WriteTxnMarkers to the other
+// leaders, the leaders' AddPartitionsToTxn verification with the
+// coordinator) use the inter-broker listener's TLS, as replication does.
+func TestTLSClusterTransactions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster tests start several daemons; skipped with -short")
+	}
+	ca := tlstest.NewCA(t, "cluster CA")
+	brokerCert := ca.Issue(pkix.Name{CommonName: "broker"})
+	alice := ca.Issue(pkix.Name{CommonName: "alice"})
+	cfg := tlsClusterConfig(ca, brokerCert)
+	cfg["transaction.state.log.num.partitions"] = "3"
+	c := daemontest.StartClusterWith(t, daemontest.Build(t), daemontest.ClusterOptions{Brokers: 3},
+		"--config", writeYAML(t, cfg), "--log-level", "debug")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range c.Brokers() {
+				t.Logf("broker %d log tail:\n%s", p.NodeID(), tail(p.Log(), 60))
+			}
+		}
+	})
+	clientTLS, err := tlsconf.Files{KeystoreLocation: alice.Keystore, TruststoreLocation: ca.CertFile, VerifyHostname: true}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...), kgo.DialTLSConfig(clientTLS),
+			kgo.RetryTimeout(30 * time.Second)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	ctx := testCtx(t, 3*time.Minute)
+	adm := kadm.NewClient(client())
+	waitUntil(t, 60*time.Second, "the topic, a leader for each partition on 3 brokers", func() error {
+		if _, err := adm.CreateTopic(ctx, 3, 3, nil, "tls-txn"); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return err
+		}
+		md, err := adm.Metadata(ctx, "tls-txn")
+		if err != nil {
+			return err
+		}
+		leaders := map[int32]bool{}
+		for _, p := range md.Topics["tls-txn"].Partitions {
+			if p.Leader < 1 {
+				return fmt.Errorf("partition %d has no leader", p.Partition)
+			}
+			leaders[p.Leader] = true
+		}
+		if len(leaders) != 3 {
+			return fmt.Errorf("leaders %v", leaders)
+		}
+		return nil
+	})
+	p := client(kgo.TransactionalID("tls-txn-1"), kgo.DefaultProduceTopic("tls-txn"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second))
+	txn := func(commit bool, prefix string) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for part := range int32(3) {
+			if err := p.ProduceSync(ctx, &kgo.Record{Partition: part, Value: []byte(fmt.Sprintf("%s-%d", prefix, part))}).FirstErr(); err != nil {
+				t.Fatalf("produce %s to partition %d: %v", prefix, part, err)
+			}
+		}
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := p.EndTransaction(ectx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end %s (commit %v): %v", prefix, commit, err)
+		}
+	}
+	txn(true, "c1")
+	txn(false, "a1")
+	txn(true, "c2")
+	rd := client(kgo.ConsumeTopics("tls-txn"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	got := map[string]bool{}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for len(got) < 6 && rctx.Err() == nil {
+		rd.PollFetches(rctx).EachRecord(func(r *kgo.Record) { got[string(r.Value)] = true })
+	}
+	for _, want := range []string{"c1-0", "c1-1", "c1-2", "c2-0", "c2-1", "c2-2"} {
+		if !got[want] {
+			t.Errorf("read_committed misses %s (read %v)", want, got)
+		}
+	}
+	for v := range got {
+		if strings.HasPrefix(v, "a1") {
+			t.Errorf("read_committed read %s of the aborted transaction", v)
+		}
 	}
 }

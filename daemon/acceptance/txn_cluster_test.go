@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -195,4 +197,121 @@ func TestTransactionsClusterProduceCheck(t *testing.T) {
 func txnBatch(pid int64, epoch int16, seq int32) []byte {
 	return recordtest.Build(recordtest.Options{Transactional: true, Producer: &recordtest.Producer{ID: pid, Epoch: epoch, BaseSequence: seq}},
 		recordtest.Rec{Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
+}
+
+// TestTransactionsIdleIDAbortedAfterCoordinatorKill9: a producer opens a
+// transaction on a partition and goes silent; its coordinator is kill
+// -9ed. Nothing asks the new coordinator about the ID, yet it must load
+// the ID's state when it takes the __transaction_state partition over,
+// as Kafka's does on election, and abort the transaction at its timeout:
+// otherwise the transaction hangs and holds the partition's last stable
+// offset (and read_committed consumers) forever.
+func TestTransactionsIdleIDAbortedAfterCoordinatorKill9(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{
+		"transaction.state.log.num.partitions":                        "3",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+	})
+	createReplicated(t, c, "txn-idle", 1, 3, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	cl := clusterClient(t, c)
+	id := "idle-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 3000
+	var ir *kmsg.InitProducerIDResponse
+	waitUntil(t, 30*time.Second, "init producer id", func() error {
+		r, err := init.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(r.ErrorCode)
+		}
+		ir = r
+		return err
+	})
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 1, []string{id}
+	fr, err := fc.RequestWith(ctx, cl)
+	if err != nil || fr.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v %+v", err, fr)
+	}
+	coord := fr.Coordinators[0].NodeID
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, ir.ProducerID, ir.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "txn-idle", Partitions: []int32{0}}}
+	if ar, err := add.RequestWith(ctx, cl); err != nil || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partitions: %v %+v", err, ar)
+	}
+	leader := waitLeader(t, c, "txn-idle", 0, -1)
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "txn-idle", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: txnBatch(ir.ProducerID, ir.ProducerEpoch, 0)}}}}
+	if pr, err := req.RequestWith(ctx, cl.Broker(int(leader))); err != nil || pr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce: %v %+v", err, pr)
+	}
+	t.Logf("kill -9 transaction coordinator %d (partition leader %d)", coord, leader)
+	c.Broker(coord).Kill9()
+	var alive []string
+	for _, b := range c.Brokers() {
+		if b.NodeID() != coord {
+			alive = append(alive, b.Addr())
+		}
+	}
+	adm := kadm.NewClient(newClient(t, alive[0], kgo.SeedBrokers(alive...)))
+	waitUntil(t, 60*time.Second, "the open transaction aborted by the new coordinator", func() error {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		lso, err := adm.ListCommittedOffsets(lctx, "txn-idle")
+		if err == nil {
+			err = lso.Error()
+		}
+		if err != nil {
+			return err
+		}
+		hw, err := adm.ListEndOffsets(lctx, "txn-idle")
+		if err == nil {
+			err = hw.Error()
+		}
+		if err != nil {
+			return err
+		}
+		l, _ := lso.Lookup("txn-idle", 0)
+		h, _ := hw.Lookup("txn-idle", 0)
+		if l.Offset < 2 || l.Offset != h.Offset {
+			return fmt.Errorf("last stable offset %d, high watermark %d", l.Offset, h.Offset)
+		}
+		return nil
+	})
+}
+
+// TestTransactionsCoordinatorLoadsOnElection: the broker that takes over
+// a __transaction_state partition loads its transactional IDs at once, as
+// Kafka does on election, not at the first request or the next timeout
+// check (set to ten minutes here): the log of the new leader says so
+// while no client asks about the ID.
+func TestTransactionsCoordinatorLoadsOnElection(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{
+		"transaction.state.log.num.partitions":                        "1",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "600000",
+	})
+	ctx := testCtx(t, 2*time.Minute)
+	cl := clusterClient(t, c)
+	id := "elect-1"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	waitUntil(t, 30*time.Second, "init producer id", func() error {
+		r, err := init.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(r.ErrorCode)
+		}
+		return err
+	})
+	waitISR(t, c, "__transaction_state", 0, 3)
+	old := waitLeader(t, c, "__transaction_state", 0, -1)
+	t.Logf("kill -9 transaction coordinator %d", old)
+	c.Broker(old).Kill9()
+	next := waitLeader(t, c, "__transaction_state", 0, old)
+	waitUntil(t, 30*time.Second, fmt.Sprintf("broker %d loading __transaction_state-0", next), func() error {
+		if strings.Contains(c.Broker(next).Log(), `msg="broker: transaction coordinator loaded" partition=0 ids=1`) {
+			return nil
+		}
+		return fmt.Errorf("not loaded yet")
+	})
 }

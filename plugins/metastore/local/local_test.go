@@ -158,6 +158,36 @@ func TestValueTooLarge(t *testing.T) {
 	}
 }
 
+// TestLargeWriteFitsWatchBuffer: the watch buffer counts writes, so one
+// Txn of many more keys than the buffer (a topic of 10,000 partitions is
+// one write) reaches a watcher that keeps up, whole and in order.
+func TestLargeWriteFitsWatchBuffer(t *testing.T) {
+	ctx := t.Context()
+	s := openStore(t, filepath.Join(t.TempDir(), "meta.db"), Options{WatchBuffer: 3})
+	w, err := s.Watch(ctx, &sdk.WatchRequest{Prefix: "/p/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var ops []sdk.Op
+	for i := range 100 {
+		ops = append(ops, sdk.Op{Type: sdk.OpPut, Key: fmt.Sprintf("/p/%03d", i), Value: []byte("v")})
+	}
+	ops = append(ops, sdk.Op{Type: sdk.OpPut, Key: "/other", Value: []byte("v")})
+	if _, err := s.Txn(ctx, &sdk.TxnRequest{Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		ev, err := w.Recv()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if want := fmt.Sprintf("/p/%03d", i); ev.Key != want {
+			t.Fatalf("event %d is %s, want %s", i, ev.Key, want)
+		}
+	}
+}
+
 func mustPut(t *testing.T, s *Store, req *sdk.PutRequest) int64 {
 	t.Helper()
 	resp, err := s.Put(context.Background(), req)

@@ -10,21 +10,22 @@ import (
 
 // Stream is one watch: an sdk.WatchStream fed by its Hub.
 //
-// Live events go on ch without blocking; when ch is full the hub ends the
-// stream with sdk.ErrWatchOverflow, so a slow watcher never blocks writers
-// and holds at most Config.Buffer events.
+// Live events go on ch without blocking, one element per write; when ch
+// is full the hub ends the stream with sdk.ErrWatchOverflow, so a slow
+// watcher never blocks writers and holds at most Config.Buffer writes.
 type Stream struct {
 	h      *Hub
 	prefix string
 	after  int64 // deliver only revisions above this
 
-	// backlog holds the catch-up events from history; only Recv touches it.
+	// backlog holds the catch-up events from history, then the rest of
+	// the live write being returned; only Recv touches it.
 	backlog []*sdk.WatchEvent
 
-	// ch carries live events. Only the hub sends on it and closes it,
+	// ch carries live writes' events (shared, never modified). Only the hub sends on it and closes it,
 	// under the owner's mutex, after setting err. INVARIANT: ch is closed
 	// exactly when the stream has left h.watchers.
-	ch  chan *sdk.WatchEvent
+	ch  chan []*sdk.WatchEvent
 	err error
 
 	stopOnce sync.Once
@@ -58,11 +59,12 @@ func (w *Stream) Recv() (*sdk.WatchEvent, error) {
 		return cloneEvent(ev), nil
 	}
 	select {
-	case ev, ok := <-w.ch:
+	case evs, ok := <-w.ch:
 		if !ok {
 			return nil, w.err
 		}
-		return cloneEvent(ev), nil
+		w.backlog = evs[1:] // never empty: the hub sends none
+		return cloneEvent(evs[0]), nil
 	case <-w.stopCh:
 		return nil, w.stopErr
 	}

@@ -173,7 +173,9 @@
 // AssignEpochStart when a replica becomes leader. The file is written
 // before the batches that need it, and trimmed after Truncate cuts the
 // segments, so a crash leaves at most entries past the log end, which Open
-// drops. EndOffsetForEpoch answers OffsetForLeaderEpoch from it (KIP-101):
+// drops. For the same reason an entry that AssignEpochStart adds at the
+// log end (a leader taking over; every new partition) is kept in memory
+// only, and written with the epoch's first batch. EndOffsetForEpoch answers OffsetForLeaderEpoch from it (KIP-101):
 // the largest epoch <= the requested one and the start of the next entry,
 // or the log end offset for the latest epoch.
 //

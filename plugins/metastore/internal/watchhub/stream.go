@@ -18,9 +18,12 @@ type Stream struct {
 	prefix string
 	after  int64 // deliver only revisions above this
 
-	// backlog holds the catch-up events from history, then the rest of
-	// the live write being returned; only Recv touches it.
+	// backlog holds the catch-up events from history; only Recv touches it.
 	backlog []*sdk.WatchEvent
+	// rest is what Recv has not returned yet of the live write it took
+	// last. The slice is shared with the hub and other watchers: it is
+	// only resliced, never written.
+	rest []*sdk.WatchEvent
 
 	// ch carries live writes' events (shared, never modified). Only the hub sends on it and closes it,
 	// under the owner's mutex, after setting err. INVARIANT: ch is closed
@@ -58,12 +61,17 @@ func (w *Stream) Recv() (*sdk.WatchEvent, error) {
 		w.backlog = w.backlog[1:]
 		return cloneEvent(ev), nil
 	}
+	if len(w.rest) > 0 {
+		ev := w.rest[0]
+		w.rest = w.rest[1:]
+		return cloneEvent(ev), nil
+	}
 	select {
 	case evs, ok := <-w.ch:
 		if !ok {
 			return nil, w.err
 		}
-		w.backlog = evs[1:] // never empty: the hub sends none
+		w.rest = evs[1:] // evs is never empty: the hub sends none
 		return cloneEvent(evs[0]), nil
 	case <-w.stopCh:
 		return nil, w.stopErr

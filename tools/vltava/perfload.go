@@ -177,6 +177,11 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	out := newPerfOutput(e, *asJSON)
 	pm := perfstat.NewMeter(time.Now(), true)
 	cm := perfstat.NewMeter(time.Now(), false)
+	barStart := time.Now()
+	bar := out.startBar(e, "load (s)", func() (int64, int64) {
+		return int64(time.Since(barStart) / time.Second), int64(*duration / time.Second)
+	})
+	defer bar.Stop()
 	stopProgress := out.reportEvery(pm)
 	cpu0, err := cpu()
 	if err != nil {
@@ -254,6 +259,7 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	cancelConsume()
 	cwg.Wait()
 	stopProgress()
+	bar.Stop()
 
 	r := loadReport{Producers: len(prodCls), Consumers: len(consCls), Partitions: nparts, ProduceErrors: nErr}
 	r.Produce = pm.Total(prodEnd)

@@ -234,6 +234,23 @@ func (l *Log) Close() error {
 	if closed {
 		return ErrClosed
 	}
+	if l.marker.current && l.marker.pending.Load() {
+		// Nothing changed since Open trusted the marker: it, the producer
+		// snapshot and the checkpoints still describe the files, so a
+		// broker restarted and stopped without writes (or its idle
+		// partitions) writes and fsyncs nothing.
+		l.mu.Lock()
+		l.closed = true
+		segs := l.segs
+		l.mu.Unlock()
+		var err error
+		for _, s := range segs {
+			if cerr := s.closeFile(); err == nil {
+				err = cerr
+			}
+		}
+		return err
+	}
 	err := l.Flush()
 	l.mu.Lock()
 	l.closed = true

@@ -155,6 +155,7 @@ func (l *Log) load() (recovered bool, err error) {
 			return false, err
 		}
 	}
+	l.marker.current = clean && table != nil
 	return !clean, l.finishLoad(startCk, rp, clean)
 }
 

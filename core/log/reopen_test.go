@@ -189,3 +189,51 @@ func TestStaleCleanMarkerIsNotTrusted(t *testing.T) {
 		t.Fatal("content differs after recovering past a stale marker")
 	}
 }
+
+// TestCloseAfterReadOnlyRunWritesNothing: a log opened from a clean
+// shutdown and closed without a change (a broker restarted and stopped,
+// its idle partitions) fsyncs and rewrites nothing, and the next Open
+// still trusts the marker; after a change Close writes it afresh.
+func TestCloseAfterReadOnlyRunWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	var logs logBuffer
+	l := openLog(t, dir, testConfig(&logs))
+	var m model
+	fill(t, l, &m, 100, 3, 1000)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, cleanShutdownFile)
+	before, err := os.Stat(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	readAll(t, l)
+	syncs := fsyncs.Load()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fsyncs.Load() - syncs; n != 0 {
+		t.Errorf("closing an unchanged log made %d fsyncs", n)
+	}
+	if after, err := os.Stat(marker); err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("closing an unchanged log rewrote the marker (%v)", err)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") {
+		t.Fatalf("the marker was not trusted after a read-only run:\n%s", logs.String())
+	}
+	appendBatch(t, l, &m, plain(2, 10, 5000))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	end, _, err := readCleanMarker(dir)
+	if err != nil || end != m.end() {
+		t.Fatalf("marker after a change: end %d, %v; want %d", end, err, m.end())
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") || l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatalf("content differs after closing a changed log (end %d, want %d):\n%s", l.EndOffset(), m.end(), logs.String())
+	}
+}

@@ -131,6 +131,7 @@ type Log struct {
 	changedTaken    atomic.Bool // Changed handed out changed since it was last replaced (set under mu read, read under mu write)
 	closed          bool
 	marker          markerGuard // the clean-shutdown marker awaiting deletion (cleanmarker.go)
+	openSnapshots   []int64     // the snapshot offsets Open listed, for loadProducers; nil after
 	failed          error       // set once by fail: the log is offline (wraps ErrStorage)
 }
 

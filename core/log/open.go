@@ -76,16 +76,24 @@ func (l *Log) closeAll() {
 // load reads the directory and sets segments, offsets and the recovery
 // point. It reports whether batches were scanned for crash recovery.
 func (l *Log) load() (recovered bool, err error) {
-	if err := l.finishSwaps(); err != nil {
+	// One listing of the directory serves the whole Open (a broker
+	// opens thousands of logs at start-up): swaps, segments, snapshots.
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return false, fmt.Errorf("log: %w", err)
+	}
+	if changed, err := l.finishSwaps(ents); err != nil {
 		return false, err
+	} else if changed {
+		if ents, err = os.ReadDir(l.dir); err != nil {
+			return false, fmt.Errorf("log: %w", err)
+		}
 	}
 	if c, err := readOffsetCheckpoint(l.dir, cleanerCheckpointFile); err == nil {
 		l.cleaned = c
 	}
-	bases, err := l.listSegments()
-	if err != nil {
-		return false, err
-	}
+	bases := l.segmentsIn(ents)
+	l.openSnapshots = snapshotsIn(ents)
 	lg := l.cfg.Logger
 	startCk, err := readOffsetCheckpoint(l.dir, logStartFile)
 	if err != nil {
@@ -179,6 +187,11 @@ func (l *Log) listSegments() ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
+	return l.segmentsIn(ents), nil
+}
+
+// segmentsIn is listSegments over a listing of the directory.
+func (l *Log) segmentsIn(ents []os.DirEntry) []int64 {
 	var bases []int64
 	logs := map[int64]bool{}
 	for _, e := range ents {
@@ -196,7 +209,7 @@ func (l *Log) listSegments() ([]int64, error) {
 		}
 	}
 	slices.Sort(bases)
-	return bases, nil
+	return bases
 }
 
 // startEmpty creates the first segment of a log with no segment files.
@@ -425,10 +438,12 @@ func (l *Log) finishLoad(startCk, rp int64, clean bool) error {
 // loadProducers restores producer state: the newest snapshot at or below
 // the log end, then the batch headers after it.
 func (l *Log) loadProducers() error {
-	if err := removeSnapshotsAbove(l.dir, l.end); err != nil {
+	offs := l.openSnapshots
+	l.openSnapshots = nil
+	if err := removeSnapshotsIn(l.dir, offs, l.end); err != nil {
 		return err
 	}
-	ps, aborted, from, err := loadLatestSnapshot(l.dir, l.end)
+	ps, aborted, from, err := loadLatestSnapshotIn(l.dir, offs, l.end)
 	if err != nil {
 		return err
 	}

@@ -89,13 +89,23 @@ func (l *Log) load() (recovered bool, err error) {
 			return false, fmt.Errorf("log: %w", err)
 		}
 	}
-	if c, err := readOffsetCheckpoint(l.dir, cleanerCheckpointFile); err == nil {
-		l.cleaned = c
+	listed := func(name string) bool {
+		return slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() == name })
+	}
+	// Only compacted logs have a cleaner checkpoint, few a log start
+	// checkpoint: no failed open for them per log.
+	if listed(cleanerCheckpointFile) {
+		if c, err := readOffsetCheckpoint(l.dir, cleanerCheckpointFile); err == nil {
+			l.cleaned = c
+		}
 	}
 	bases := l.segmentsIn(ents)
 	l.openSnapshots = snapshotsIn(ents)
 	lg := l.cfg.Logger
-	startCk, err := readOffsetCheckpoint(l.dir, logStartFile)
+	startCk, err := int64(0), error(os.ErrNotExist)
+	if listed(logStartFile) {
+		startCk, err = readOffsetCheckpoint(l.dir, logStartFile)
+	}
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			lg.Warn("log: ignoring log start checkpoint", "dir", l.dir, "err", err)

@@ -2,6 +2,7 @@ package acceptance
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -33,7 +34,8 @@ import (
 //	VLTAVA_SCALE_BENCH=10000x10 go test ./daemon/acceptance -run TestRestartFigures -v -timeout 60m
 //
 // (partitions x segments per partition; VLTAVA_SCALE_UNFLUSHED lists the
-// MiB written between the clean start and the kill -9, default "0,64,256").
+// MiB written between the clean start and the kill -9, default "0,64,256";
+// VLTAVA_SCALE_RUNS repeats the restart after a clean shutdown).
 // The topics are created through the broker (one CreateTopics), which is
 // then stopped; the segments are written straight through core/log, which
 // is much faster than producing them, and the broker is started again on
@@ -124,11 +126,28 @@ func TestRestartFigures(t *testing.T) {
 		fds, rss := procFigures(t, d.Pid())
 		t.Logf("%s: %d partitions x %d segments: serving after %v; idle: %d descriptors (%.2f per partition), RSS %.0f MiB; load %s",
 			how, topics*perTopic, segs, took.Round(time.Millisecond), fds, float64(fds)/float64(topics*perTopic), float64(rss)/(1<<20), loadAvg())
+		run := d.Log()
+		run = run[strings.LastIndex(run, "\n--- ")+1:] // this start's lines
+		for _, line := range strings.Split(run, "\n") {
+			if strings.Contains(line, "recovered the logs") {
+				t.Logf("  %s", line)
+			}
+		}
 	}
-	restart("clean shutdown")
-	for _, mib := range unflushed {
+	runs, _ := strconv.Atoi(os.Getenv("VLTAVA_SCALE_RUNS"))
+	for i := range max(1, runs) {
+		if i > 0 {
+			if err := d.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		restart("clean shutdown")
+	}
+	for i, mib := range unflushed {
 		if mib > 0 {
-			produceUnflushed(t, d.Addr(), names[0], mib)
+			// A partition of its own each time: what recovery scans is
+			// then these bytes (and the one record of the segment).
+			produceUnflushed(t, d.Addr(), names[0], int32(i), mib)
 		}
 		d.Kill9()
 		restart(fmt.Sprintf("kill -9 with %d MiB unflushed", mib))
@@ -204,19 +223,20 @@ func writePartition(dir string, cfg log.Config, name string, p, segs int) error 
 }
 
 // produceUnflushed writes mib MiB of 1 KiB records (acks=1) to topic's
-// partition 0: nothing the broker fsyncs before the kill (flush.ms and
+// partition p: nothing the broker fsyncs before the kill (flush.ms and
 // the recovery-point checkpoint interval are far longer).
-func produceUnflushed(t *testing.T, addr, topic string, mib int) {
+func produceUnflushed(t *testing.T, addr, topic string, p int32, mib int) {
 	t.Helper()
 	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.LeaderAck()),
-		kgo.DisableIdempotentWrite(), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(1<<16))
+		kgo.DisableIdempotentWrite(), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(1<<16),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	ctx := testCtx(t, 10*time.Minute)
-	val := make([]byte, 1024)
 	var wg sync.WaitGroup
 	var failed atomic.Pointer[error]
-	for i := range mib * 1024 {
-		val[i%len(val)]++
-		r := &kgo.Record{Topic: topic, Partition: 0, Value: append([]byte(nil), val...)}
+	for range mib * 1024 {
+		val := make([]byte, 1024)
+		rand.Read(val) // incompressible, though nothing compresses here
+		r := &kgo.Record{Topic: topic, Partition: p, Value: val}
 		wg.Add(1)
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {

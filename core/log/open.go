@@ -112,9 +112,16 @@ func (l *Log) load() (recovered bool, err error) {
 		}
 		startCk = 0
 	}
-	rp, err := readOffsetCheckpoint(l.dir, recoveryPointFile)
-	if err != nil {
-		rp = 0
+	// The recovery point matters only to a load that is not clean.
+	rp := int64(-1)
+	recoveryPoint := func() int64 {
+		if rp < 0 {
+			var err error
+			if rp, err = readOffsetCheckpoint(l.dir, recoveryPointFile); err != nil {
+				rp = 0
+			}
+		}
+		return rp
 	}
 	// The marker describes the files as Close left them; it stays until
 	// the first change (dropCleanMarker), and is deleted before recovery
@@ -138,7 +145,7 @@ func (l *Log) load() (recovered bool, err error) {
 	}
 	scanFrom := len(l.segs) - 1
 	if !clean {
-		scanFrom, _ = l.segmentForLocked(rp)
+		scanFrom, _ = l.segmentForLocked(recoveryPoint())
 	}
 	for i := range scanFrom {
 		if e, ok := table[l.segs[i].base]; ok {
@@ -153,8 +160,12 @@ func (l *Log) load() (recovered bool, err error) {
 	}
 	if clean {
 		act := l.segs[scanFrom]
-		err = l.loadActiveTail(act)
-		if e, ok := table[act.base]; ok && err == nil && act.meta.size != e.size {
+		e, ok := table[act.base]
+		// A segment no larger than the index interval has no offset
+		// index entry (the first batch never needs one), so its headers
+		// are read from the start without opening the index files.
+		err = l.loadActiveTail(act, ok && e.size <= int64(l.cfg.IndexIntervalBytes))
+		if ok && err == nil && act.meta.size != e.size {
 			err = fmt.Errorf("%w: active segment is %d bytes, the clean-shutdown marker says %d", record.ErrCorrupt, act.meta.size, e.size)
 		}
 		if errors.Is(err, record.ErrCorrupt) || errors.Is(err, record.ErrShort) {
@@ -174,7 +185,10 @@ func (l *Log) load() (recovered bool, err error) {
 		}
 	}
 	l.marker.current = clean && table != nil
-	return !clean, l.finishLoad(startCk, rp, clean)
+	if clean {
+		return false, l.finishLoad(startCk, 0, true)
+	}
+	return true, l.finishLoad(startCk, recoveryPoint(), false)
 }
 
 // sameBases reports whether the marker's table lists exactly bases.
@@ -294,7 +308,9 @@ func lastTimeEntry(path string) (timeEntry, bool) {
 // from their files, then batch headers from the last indexed position to
 // the end of the file to restore the running state. A damaged header is
 // returned as corruption so the caller falls back to a full scan.
-func (l *Log) loadActiveTail(s *segment) error {
+// small says the segment is at most one index interval long: its index
+// files are not read.
+func (l *Log) loadActiveTail(s *segment, small bool) error {
 	s.active = true
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -306,8 +322,11 @@ func (l *Log) loadActiveTail(s *segment) error {
 		return fmt.Errorf("log: %w", err)
 	}
 	interval := int64(l.cfg.IndexIntervalBytes)
-	ib, _ := os.ReadFile(s.indexPath())
-	tb, _ := os.ReadFile(s.timePath())
+	var ib, tb []byte
+	if !small {
+		ib, _ = os.ReadFile(s.indexPath())
+		tb, _ = os.ReadFile(s.timePath())
+	}
 	idx, err1 := decodeOffsetIndex(ib, fi.Size())
 	tidx, err2 := decodeTimeIndex(tb)
 	m := newSegMeta(s.base, interval)

@@ -258,10 +258,7 @@ func (l *Log) Close() error {
 	end, segs := l.end, l.segs
 	l.mu.Unlock()
 	if err == nil {
-		err = writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), true)
-	}
-	if err == nil {
-		err = writeFileAtomic(l.dir, cleanShutdownFile, encodeCleanMarker(end, l.cleanTable()), true)
+		err = l.writeCleanState(end)
 	}
 	for _, s := range segs {
 		if cerr := s.closeFile(); err == nil {
@@ -269,6 +266,17 @@ func (l *Log) Close() error {
 		}
 	}
 	return err
+}
+
+// writeCleanState writes what a clean Open trusts: the producer snapshot
+// at end, then the clean-shutdown marker with the segment table, both
+// durable. The caller holds appendMu and adminMu (nothing changes the
+// files meanwhile) and has flushed everything below end.
+func (l *Log) writeCleanState(end int64) error {
+	if err := writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), true); err != nil {
+		return err
+	}
+	return writeFileAtomic(l.dir, cleanShutdownFile, encodeCleanMarker(end, l.cleanTable()), true)
 }
 
 // Delete closes the log and removes its directory.

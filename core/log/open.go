@@ -42,11 +42,20 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	if recovered {
-		// Make what the scan accepted durable so the next crash starts here.
+		// Make what the scan accepted durable, and record the files as a
+		// clean Close would: a crash before the next change then scans
+		// nothing again (the marker goes before that change, as after any
+		// clean Open).
 		if err := l.Flush(); err != nil {
 			l.closeAll()
 			return nil, err
 		}
+		if err := l.writeCleanState(l.end); err != nil {
+			l.closeAll()
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		l.marker.pending.Store(true)
+		l.marker.current = true
 	}
 	l.cleaned = min(l.cleaned, l.end)
 	l.lastCheckpoint = time.Now()

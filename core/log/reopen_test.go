@@ -68,15 +68,28 @@ func TestReopenAfterCrash(t *testing.T) {
 	if l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
 		t.Fatal("content differs after crash reopen")
 	}
-	// Recovery flushed: a second crash scans at most the active segment.
+	// Recovery flushed and recorded the files as a clean Close would: a
+	// second crash before any change scans nothing.
+	crash(l)
+	logs = logBuffer{}
+	l = openLog(t, dir, testConfig(&logs))
+	if n := strings.Count(logs.String(), "recovered segment"); n != 0 {
+		t.Fatalf("second crash recovery scanned %d segments, want 0", n)
+	}
+	if !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatal("content differs after second crash reopen")
+	}
+	// After a change, a crash scans from the recovery point's segment on:
+	// the active one.
+	appendBatch(t, l, &m, plain(2, 10, 9000))
 	crash(l)
 	logs = logBuffer{}
 	l = openLog(t, dir, testConfig(&logs))
 	if n := strings.Count(logs.String(), "recovered segment"); n != 1 {
-		t.Fatalf("second crash recovery scanned %d segments, want 1", n)
+		t.Fatalf("third crash recovery scanned %d segments, want 1", n)
 	}
-	if !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
-		t.Fatal("content differs after second crash reopen")
+	if l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatal("content differs after third crash reopen")
 	}
 }
 

@@ -189,7 +189,7 @@ func (l *Log) load() (recovered bool, err error) {
 		if err := l.dropCleanMarker(); err != nil {
 			return false, err
 		}
-		if err := l.recoverFrom(scanFrom); err != nil {
+		if err := l.recoverFrom(scanFrom, recoveryPoint()); err != nil {
 			return false, err
 		}
 	}
@@ -372,8 +372,12 @@ func (l *Log) loadActiveTail(s *segment, small bool) error {
 }
 
 // recoverFrom validates segments from index i on. At the first bad batch
-// it truncates that segment and deletes every later one.
-func (l *Log) recoverFrom(i int) error {
+// it truncates that segment and deletes every later one. In the segment
+// holding the recovery point rp, the batches below rp (fsynced, with
+// their index entries) are taken from the segment's index files, and
+// validation starts at the last indexed batch below rp: recovery reads
+// the unflushed bytes, not the whole segment.
+func (l *Log) recoverFrom(i int, rp int64) error {
 	lg := l.cfg.Logger
 	interval := int64(l.cfg.IndexIntervalBytes)
 	minBase := int64(0)
@@ -387,11 +391,21 @@ func (l *Log) recoverFrom(i int) error {
 			limit = l.segs[i+1].base
 		}
 		last := i == len(l.segs)-1
-		m, bad, err := l.validateFile(s, interval, scanLimits{minBase: minBase, limit: limit})
+		lim := scanLimits{minBase: minBase, limit: limit}
+		var (
+			m        segMeta
+			from     int64 // where validation started
+			bad, err error
+		)
+		if s.base < rp && rp < limit {
+			m, from, bad, err = l.validateFromRecoveryPoint(s, interval, lim, rp)
+		} else {
+			m, bad, err = l.validateFile(s, interval, lim)
+		}
 		if err != nil {
 			return err
 		}
-		lg.Info("log: recovered segment", "dir", l.dir, "segment", s.base, "bytes", m.size, "next", m.next)
+		lg.Info("log: recovered segment", "dir", l.dir, "segment", s.base, "bytes", m.size, "validated_from", from, "next", m.next)
 		if bad != nil {
 			lg.Warn("log: truncating at bad batch", "dir", l.dir, "segment", s.base, "position", m.size, "err", bad)
 			if err := os.Truncate(s.logPath(), m.size); err != nil {
@@ -424,6 +438,67 @@ func (l *Log) recoverFrom(i int) error {
 		s.closeFile()
 	}
 	return nil
+}
+
+// validateFromRecoveryPoint validates s from its last indexed batch below
+// rp on (see recoverFrom). Without a usable index entry below rp, or if
+// the batch that entry names does not validate (the index can not be
+// trusted then), it validates the whole file.
+func (l *Log) validateFromRecoveryPoint(s *segment, interval int64, lim scanLimits, rp int64) (segMeta, int64, error, error) {
+	f, err := os.Open(s.logPath())
+	if err != nil {
+		return segMeta{}, 0, nil, fmt.Errorf("log: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return segMeta{}, 0, nil, fmt.Errorf("log: %w", err)
+	}
+	size := fi.Size()
+	ib, _ := os.ReadFile(s.indexPath())
+	tb, _ := os.ReadFile(s.timePath())
+	idx, err1 := decodeOffsetIndex(ib, size)
+	tidx, err2 := decodeTimeIndex(tb)
+	k := -1 // the last entry whose batch starts below rp
+	for j, e := range idx {
+		if s.base+int64(e.rel) < rp {
+			k = j
+		}
+	}
+	whole := func() (segMeta, int64, error, error) {
+		m, bad, err := validateSegment(f, size, s.base, interval, lim)
+		return m, 0, bad, err
+	}
+	if err1 != nil || err2 != nil || k < 0 {
+		return whole()
+	}
+	at := idx[k]
+	m := newSegMeta(s.base, interval)
+	m.index = slices.Clone(idx[:k])
+	for _, e := range tidx {
+		if e.rel <= at.rel {
+			m.tindex = append(m.tindex, e)
+			m.maxTs, m.maxTsOff = e.ts, s.base+int64(e.rel)
+		}
+	}
+	first, err := headerAt(f, 0)
+	if err != nil {
+		return whole()
+	}
+	start := int64(at.pos)
+	if h, err := headerAt(f, start); err != nil || h.BaseOffset != s.base+int64(at.rel) {
+		return whole() // the entry does not name the batch there
+	}
+	m.size, m.since, m.firstTs, m.next = start, interval+1, first.MaxTimestamp, s.base+int64(at.rel)
+	from := lim
+	from.minBase = max(lim.minBase, s.base+int64(at.rel))
+	vm, bad, err := validateFrom(f, size, start, m, from)
+	if err == nil && bad != nil && vm.size == start {
+		// The indexed batch itself is bad: it is below the recovery
+		// point, so the index, not the data, is wrong.
+		return whole()
+	}
+	return vm, start, bad, err
 }
 
 // validateFile runs validateSegment over s's file.

@@ -405,7 +405,7 @@ func (l *Log) recoverFrom(i int, rp int64) error {
 		if err != nil {
 			return err
 		}
-		lg.Info("log: recovered segment", "dir", l.dir, "segment", s.base, "bytes", m.size, "validated_from", from, "next", m.next)
+		lg.Info("log: recovered segment", "dir", l.dir, "segment", s.base, "bytes", m.size, "validated_from", from, "validated_bytes", m.size-from, "next", m.next)
 		if bad != nil {
 			lg.Warn("log: truncating at bad batch", "dir", l.dir, "segment", s.base, "position", m.size, "err", bad)
 			if err := os.Truncate(s.logPath(), m.size); err != nil {

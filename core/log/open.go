@@ -25,6 +25,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: %w", err)
 	}
 	l := &Log{dir: dir, cfg: cfg, changed: make(chan struct{}), producers: producerState{}}
+	l.rpOnDisk.Store(-1)
 	l.epochs.dir = dir
 	recovered, err := l.load()
 	if err != nil {
@@ -141,6 +142,9 @@ func (l *Log) load() (recovered bool, err error) {
 		l.marker.pending.Store(true)
 	}
 	if len(bases) == 0 {
+		if !listed(recoveryPointFile) {
+			l.rpOnDisk.Store(0) // none: the same as offset 0
+		}
 		if err := l.dropCleanMarker(); err != nil {
 			return false, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,5 +249,42 @@ func TestCloseAfterReadOnlyRunWritesNothing(t *testing.T) {
 	l = openLog(t, dir, testConfig(&logs))
 	if strings.Contains(logs.String(), "recover") || l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
 		t.Fatalf("content differs after closing a changed log (end %d, want %d):\n%s", l.EndOffset(), m.end(), logs.String())
+	}
+}
+
+// TestCloseOfNewLogWritesLittle: closing a log that never held a record
+// (a new partition never produced to) writes the clean-shutdown marker and
+// nothing else (no empty index files, snapshot or recovery point), and the
+// next Open trusts it.
+func TestCloseOfNewLogWritesLittle(t *testing.T) {
+	dir := t.TempDir()
+	var logs logBuffer
+	l := openLog(t, dir, testConfig(&logs))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{segName(0) + logSuffix, cleanShutdownFile}; !slices.Equal(names, want) {
+		t.Errorf("files after closing a new log: %v, want %v", names, want)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") {
+		t.Fatalf("a new log's marker was not trusted:\n%s", logs.String())
+	}
+	var m model
+	appendBatch(t, l, &m, plain(2, 10, 5000))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") || l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatalf("after a record and a clean close: end %d, want %d:\n%s", l.EndOffset(), m.end(), logs.String())
 	}
 }

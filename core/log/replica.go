@@ -119,6 +119,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
 	l.recoveryPoint, l.syncedOffset = offset, offset
 	l.mu.Unlock()
+	l.rpOnDisk.Store(-1)
 	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(offset), true); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ type recoveryStats struct {
 	segments   int
 	nonEmpty   int
 	bytes      int64
+	validated  int64 // bytes checked: from the recovery point on
 	partitions map[string]bool
 }
 
@@ -46,6 +47,10 @@ func (h *summaryHandler) Handle(ctx context.Context, r slog.Record) error {
 			if n := a.Value.Int64(); a.Value.Kind() == slog.KindInt64 && n > 0 {
 				h.st.bytes += n
 				h.st.nonEmpty++
+			}
+		case "validated_bytes":
+			if a.Value.Kind() == slog.KindInt64 {
+				h.st.validated += a.Value.Int64()
 			}
 		}
 		return true
@@ -72,13 +77,13 @@ func (h *summaryHandler) WithGroup(name string) slog.Handler {
 // if any.
 func (h *summaryHandler) summary(logger *slog.Logger) {
 	h.st.mu.Lock()
-	segments, nonEmpty, bytes, partitions := h.st.segments, h.st.nonEmpty, h.st.bytes, len(h.st.partitions)
-	h.st.segments, h.st.nonEmpty, h.st.bytes = 0, 0, 0
+	segments, nonEmpty, bytes, validated, partitions := h.st.segments, h.st.nonEmpty, h.st.bytes, h.st.validated, len(h.st.partitions)
+	h.st.segments, h.st.nonEmpty, h.st.bytes, h.st.validated = 0, 0, 0, 0
 	clear(h.st.partitions)
 	h.st.mu.Unlock()
 	if segments == 0 {
 		return
 	}
 	logger.Info("log: recovered the logs after an unclean shutdown", "partitions", partitions,
-		"segments", segments, "non_empty_segments", nonEmpty, "bytes", bytes)
+		"segments", segments, "non_empty_segments", nonEmpty, "bytes", bytes, "validated_bytes", validated)
 }

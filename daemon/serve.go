@@ -130,6 +130,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	b, err := broker.New(cfg, broker.Options{
 		Logger:         logger,
 		ObserveRequest: bc.ObserveRequest,
+		ObserveQueue:   bc.ObserveQueue,
 		Store:          loaded.store,
 		Assignors:      loaded.assignors,
 		Authenticators: loaded.authenticators,

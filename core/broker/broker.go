@@ -45,6 +45,11 @@ type Options struct {
 	// served: its API key and how long the handler took (a long poll's wait
 	// included). It runs on the connection's goroutine and must not block.
 	ObserveRequest func(key int16, took time.Duration)
+	// ObserveQueue, when set, is told of every request the handler table
+	// serves, as its handler starts: its API key and how long it waited
+	// since it was read off the socket (wire.Request.Received; Kafka's
+	// RequestQueueTimeMs). Same rules as ObserveRequest.
+	ObserveQueue func(key int16, queued time.Duration)
 }
 
 // Broker is one Kafka-protocol broker. Create it with New, then Start it;

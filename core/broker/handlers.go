@@ -106,6 +106,9 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request) (*wire.Response,
 		return nil, fmt.Errorf("broker: %s v%d is not served (v%d-v%d are)", a.name, req.Version, a.min, a.max)
 	}
 	start := time.Now()
+	if obs := b.opts.ObserveQueue; obs != nil && !req.Received.IsZero() {
+		obs(req.Key, start.Sub(req.Received))
+	}
 	var resp *wire.Response
 	var err error
 	if b.authz != nil {

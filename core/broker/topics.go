@@ -103,24 +103,41 @@ func checkTopicName(name string) error {
 	return nil
 }
 
-// loadTopics reads every topic from the store and opens its logs. Partition
-// directories of topics the store no longer has (a delete interrupted by a
-// crash) are removed.
+// loadTopics reads every topic from the store and opens its logs, all
+// topics' at once (log.OpenAll). Partition directories of topics the store
+// no longer has (a delete interrupted by a crash) are removed.
 func (b *Broker) loadTopics(ctx context.Context) error {
 	resp, err := b.store.List(ctx, &sdk.ListRequest{Prefix: topicsPrefix})
 	if err != nil {
 		return fmt.Errorf("broker: list topics: %w", err)
 	}
-	snap := emptySnapshot()
+	var (
+		topics []*topic
+		counts []int32
+		specs  []log.OpenSpec
+	)
 	for _, kv := range resp.KVs {
 		var rec cluster.TopicRecord
 		if err := json.Unmarshal(kv.Value, &rec); err != nil {
 			return fmt.Errorf("broker: topic %s: %w", kv.Key, err)
 		}
-		name := strings.TrimPrefix(kv.Key, topicsPrefix)
-		t, err := b.openTopic(name, rec, kv.Version, nil)
+		t, err := b.topicShell(strings.TrimPrefix(kv.Key, topicsPrefix), rec, kv.Version, nil)
 		if err != nil {
 			return err
+		}
+		topics, counts = append(topics, t), append(counts, rec.Partitions)
+		specs = b.appendLogSpecs(specs, t, rec.Partitions)
+	}
+	logs, err := log.OpenAll(specs)
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	snap := emptySnapshot()
+	for i, t := range topics {
+		for p := range counts[i] {
+			// No role until the cluster's state for it arrives.
+			t.partitions = append(t.partitions, newPartition(t.name, p, logs[0], t.cfg))
+			logs = logs[1:]
 		}
 		snap = snap.with(t)
 	}
@@ -130,8 +147,27 @@ func (b *Broker) loadTopics(ctx context.Context) error {
 }
 
 // openTopic builds a topic from its record, opening logs for its
-// partitions; existing partitions are reused from prev.
+// partitions (concurrently); existing partitions are reused from prev.
 func (b *Broker) openTopic(name string, rec cluster.TopicRecord, version int64, prev *topic) (*topic, error) {
+	t, err := b.topicShell(name, rec, version, prev)
+	if err != nil {
+		return nil, err
+	}
+	specs := b.appendLogSpecs(nil, t, rec.Partitions)
+	logs, err := log.OpenAll(specs)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	for _, l := range logs {
+		// No role until the cluster's state for it arrives.
+		t.partitions = append(t.partitions, newPartition(name, int32(len(t.partitions)), l, t.cfg))
+	}
+	return t, nil
+}
+
+// topicShell builds a topic from its record with the partitions it can
+// reuse from prev (a prefix of them) and none opened yet.
+func (b *Broker) topicShell(name string, rec cluster.TopicRecord, version int64, prev *topic) (*topic, error) {
 	cfg, err := config.ResolveTopic(b.cfg, rec.Configs)
 	if err != nil {
 		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
@@ -140,22 +176,19 @@ func (b *Broker) openTopic(name string, rec cluster.TopicRecord, version int64, 
 	if _, err := hex.Decode(t.id[:], []byte(rec.ID)); err != nil {
 		return nil, fmt.Errorf("broker: topic %s: bad id %q", name, rec.ID)
 	}
-	for i := int32(0); i < rec.Partitions; i++ {
-		if prev != nil && prev.partition(i) != nil {
-			t.partitions = append(t.partitions, prev.partitions[i])
-			continue
-		}
-		l, err := log.Open(filepath.Join(b.cfg.LogDirs, dirName(name, i)), b.logConfigFor(cfg))
-		if err != nil {
-			for _, p := range t.partitions[len(prevPartitions(prev)):] {
-				p.log.Close()
-			}
-			return nil, fmt.Errorf("broker: open %s: %w", dirName(name, i), err)
-		}
-		// No role until the cluster's state for it arrives.
-		t.partitions = append(t.partitions, newPartition(name, i, l, cfg))
+	for i := int32(0); i < rec.Partitions && prev != nil && prev.partition(i) != nil; i++ {
+		t.partitions = append(t.partitions, prev.partitions[i])
 	}
 	return t, nil
+}
+
+// appendLogSpecs appends the logs t still needs to reach partitions.
+func (b *Broker) appendLogSpecs(specs []log.OpenSpec, t *topic, partitions int32) []log.OpenSpec {
+	lc := b.logConfigFor(t.cfg)
+	for i := int32(len(t.partitions)); i < partitions; i++ {
+		specs = append(specs, log.OpenSpec{Dir: filepath.Join(b.cfg.LogDirs, dirName(t.name, i)), Config: lc})
+	}
+	return specs
 }
 
 func prevPartitions(t *topic) []*partition {

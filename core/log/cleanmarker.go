@@ -129,6 +129,10 @@ func (l *Log) cleanTable() []cleanSeg {
 type markerGuard struct {
 	pending atomic.Bool
 	mu      sync.Mutex
+	// current says Open trusted the marker on disk, a table of every
+	// segment: while it is still pending, Close has nothing to write.
+	// Set only by Open.
+	current bool
 }
 
 // dropCleanMarker deletes the marker if it is still there; every method

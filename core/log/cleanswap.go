@@ -135,18 +135,16 @@ func (l *Log) publishSwap(g []*segment, ns *segment) {
 // exists (steps 4 and 5 of swapIn). The .swap file was fsynced before it
 // got its name, so its batches are trusted; old segments whose base lies
 // within its offsets are the ones it replaces.
-func (l *Log) finishSwaps() error {
-	ents, err := os.ReadDir(l.dir)
-	if err != nil {
-		return fmt.Errorf("log: %w", err)
-	}
+// ents is the directory's listing; changed says files were removed or
+// renamed, so the caller must list it again.
+func (l *Log) finishSwaps(ents []os.DirEntry) (changed bool, err error) {
 	var bases []int64
 	done := false
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasSuffix(name, cleanedSuffix) {
 			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
-				return fmt.Errorf("log: %w", err)
+				return false, fmt.Errorf("log: %w", err)
 			}
 			done = true
 		}
@@ -158,16 +156,16 @@ func (l *Log) finishSwaps() error {
 	}
 	for _, b := range bases {
 		if err := l.finishSwap(ents, b); err != nil {
-			return err
+			return false, err
 		}
 		done = true
 	}
 	if done {
 		if err := syncDir(l.dir); err != nil {
-			return fmt.Errorf("log: %w", err)
+			return false, fmt.Errorf("log: %w", err)
 		}
 	}
-	return nil
+	return done, nil
 }
 
 func (l *Log) finishSwap(ents []os.DirEntry, base int64) error {

@@ -181,18 +181,27 @@
 // AssignEpochStart when a replica becomes leader. The file is written
 // before the batches that need it, and trimmed after Truncate cuts the
 // segments, so a crash leaves at most entries past the log end, which Open
-// drops. EndOffsetForEpoch answers OffsetForLeaderEpoch from it (KIP-101):
+// drops. For the same reason an entry that AssignEpochStart adds at the
+// log end (a leader taking over; every new partition) is kept in memory
+// only, and written with the epoch's first batch. EndOffsetForEpoch answers OffsetForLeaderEpoch from it (KIP-101):
 // the largest epoch <= the requested one and the start of the next entry,
 // or the log end offset for the latest epoch.
 //
 // # Recovery
 //
 // With the clean-shutdown marker, Open reads only the active segment's
-// index and the batch headers after its last entry. Without it, every batch
-// from the start of the segment holding the recovery point onward is
-// checked (header, offsets, CRC32C); the first bad or torn batch truncates
-// its segment and deletes all later ones; scanned segments get fresh
-// indexes; the result is fsynced and the recovery point advanced. Producer
+// index and the batch headers after its last entry (not even the index of
+// an active segment within one index interval), and not the recovery
+// point. Without it, every batch from the recovery point onward is checked
+// (header, offsets, CRC32C): in the segment holding the recovery point,
+// the batches below it are taken as the segment's index files describe
+// them (both are fsynced before the recovery point moves past them), and
+// checking starts at the last indexed batch below it; if that entry does
+// not name a batch there, at the segment's start. The first bad or torn
+// batch truncates its segment and deletes all later ones; scanned segments
+// get fresh indexes; the result is fsynced, the recovery point advanced,
+// and the producer snapshot and clean-shutdown marker written as Close
+// writes them, so a second crash before a change scans nothing. Producer
 // state is the newest snapshot at or below the log end plus the batch
 // headers after it. Segments below the recovery point are trusted; their
 // indexes load on first use and are rebuilt from batch headers if they fail

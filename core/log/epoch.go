@@ -40,6 +40,10 @@ type epochCache struct {
 	writeMu sync.Mutex
 	mu      sync.RWMutex
 	entries []epochEntry // guarded by mu; replaced, never modified in place
+	// unsynced says entries end with one the file lacks, added by
+	// assignAtEnd; the next update writes the file even if it changes
+	// nothing. Guarded by writeMu.
+	unsynced bool
 }
 
 // snapshot returns the current entries (shared; do not modify).
@@ -130,7 +134,7 @@ func (c *epochCache) update(fn func([]epochEntry) ([]epochEntry, bool)) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	es, changed := fn(c.snapshot())
-	if !changed {
+	if !changed && !c.unsynced {
 		return nil
 	}
 	if invariant.Enabled {
@@ -143,10 +147,39 @@ func (c *epochCache) update(fn func([]epochEntry) ([]epochEntry, bool)) error {
 	if err := writeFileAtomic(c.dir, leaderEpochFile, encodeLeaderEpochs(es), true); err != nil {
 		return err
 	}
+	c.unsynced = false
 	c.mu.Lock()
 	c.entries = es
 	c.mu.Unlock()
 	return nil
+}
+
+// assignAtEnd is assign for an epoch that starts at end, the log end
+// offset: no batch is of that epoch yet, and Open drops entries at or
+// past the log end, so the file need not have the entry until a batch
+// does. It is added in memory only when that is all the change is (the
+// entries the file has before end stay as they are); the first update
+// after it (the append of the epoch's first batch assigns it again)
+// writes the file before the batch. A leader of a new partition so
+// writes nothing when it takes over: 10,000 partitions created at once
+// cost no 10,000 fsyncs. Otherwise it is assign.
+func (c *epochCache) assignAtEnd(epoch int32, end int64) error {
+	c.writeMu.Lock()
+	old := c.snapshot()
+	es, changed := assignEntries(old, epoch, end)
+	kept := truncateEntriesFromEnd(old, end)
+	lazy := changed && len(es) == len(kept)+1 && slices.Equal(es[:len(kept)], kept) && es[len(kept)] == (epochEntry{epoch, end})
+	if lazy {
+		c.unsynced = true
+		c.mu.Lock()
+		c.entries = es
+		c.mu.Unlock()
+	}
+	c.writeMu.Unlock()
+	if lazy || !changed {
+		return nil
+	}
+	return c.assign(epoch, end)
 }
 
 func (c *epochCache) assign(epoch int32, start int64) error {

@@ -407,3 +407,46 @@ func TestRetentionMovesFirstEpoch(t *testing.T) {
 		t.Fatalf("EndOffsetForEpoch(0) below the log start = (%d, %d), want (0, 4)", e, off)
 	}
 }
+
+// TestEpochAtLogEndWrittenWithFirstBatch: a leader taking over at its log
+// end (every new partition) writes no checkpoint; the epoch's first batch
+// writes it before the data, and a crash in between loses nothing Open
+// would keep.
+func TestEpochAtLogEndWrittenWithFirstBatch(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig(nil))
+	if err := l.AssignEpochStart(3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.epochs.snapshot(); !slices.Equal(got, ents(3, 0)) {
+		t.Fatalf("epoch cache %v, want %v", got, ents(3, 0))
+	}
+	if _, err := os.Stat(filepath.Join(dir, leaderEpochFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("checkpoint after taking over an empty log: %v, want none", err)
+	}
+	appendEpoch(t, l, 3, plain(2, 10, 1))
+	if es, err := readLeaderEpochs(dir); err != nil || !slices.Equal(es, ents(3, 0)) {
+		t.Fatalf("checkpoint after the first batch = %v, %v; want %v", es, err, ents(3, 0))
+	}
+	// A later epoch at the log end, then a crash before its first batch.
+	if err := l.AssignEpochStart(5, l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.epochs.snapshot(); !slices.Equal(got, ents(3, 0, 5, 2)) {
+		t.Fatalf("epoch cache %v, want %v", got, ents(3, 0, 5, 2))
+	}
+	if es, _ := readLeaderEpochs(dir); !slices.Equal(es, ents(3, 0)) {
+		t.Fatalf("checkpoint before epoch 5's first batch = %v, want %v", es, ents(3, 0))
+	}
+	crash(l)
+	l = openLog(t, dir, testConfig(nil))
+	checkEpochs(t, l, ents(3, 0))
+	// An epoch at the log end that replaces a later entry is written at
+	// once.
+	if err := l.AssignEpochStart(4, 0); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := readLeaderEpochs(dir); !slices.Equal(es, ents(4, 0)) {
+		t.Fatalf("checkpoint after reassigning from offset 0 = %v, want %v", es, ents(4, 0))
+	}
+}

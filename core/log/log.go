@@ -118,20 +118,25 @@ type Log struct {
 	writtenPos      writtenAt  // position after the last written batch
 	publishedPos    writtenAt  // position after the last published batch
 	recoveryPoint   int64      // all data and indexes below are fsynced; checkpointed
-	syncedOffset    int64      // all data below is fsynced (>= recoveryPoint)
-	appended        int64      // records appended since Open
-	synced          int64      // value of appended covered by syncedOffset
-	unflushedSince  int64      // unix ms of the oldest unsynced append, 0 if none
-	lastCheckpoint  time.Time
-	dirGen          int64 // bumped when segment files are created or removed
-	dirSyncedGen    int64 // dirGen at the last directory fsync
-	cleaned         int64 // cleaner checkpoint: offsets below were compacted once; -1 unknown
-	horizonDue      int64 // unix ms of the earliest delete horizon of a cleaned tombstone, 0 if none
-	changed         chan struct{}
-	changedTaken    atomic.Bool // Changed handed out changed since it was last replaced (set under mu read, read under mu write)
-	closed          bool
-	marker          markerGuard // the clean-shutdown marker awaiting deletion (cleanmarker.go)
-	failed          error       // set once by fail: the log is offline (wraps ErrStorage)
+	// rpOnDisk is the offset the recovery-point checkpoint is known to
+	// hold (0 also when there is none), -1 when unknown: Flush writes the
+	// checkpoint only when it would change.
+	rpOnDisk       atomic.Int64
+	syncedOffset   int64 // all data below is fsynced (>= recoveryPoint)
+	appended       int64 // records appended since Open
+	synced         int64 // value of appended covered by syncedOffset
+	unflushedSince int64 // unix ms of the oldest unsynced append, 0 if none
+	lastCheckpoint time.Time
+	dirGen         int64 // bumped when segment files are created or removed
+	dirSyncedGen   int64 // dirGen at the last directory fsync
+	cleaned        int64 // cleaner checkpoint: offsets below were compacted once; -1 unknown
+	horizonDue     int64 // unix ms of the earliest delete horizon of a cleaned tombstone, 0 if none
+	changed        chan struct{}
+	changedTaken   atomic.Bool // Changed handed out changed since it was last replaced (set under mu read, read under mu write)
+	closed         bool
+	marker         markerGuard // the clean-shutdown marker awaiting deletion (cleanmarker.go)
+	openSnapshots  []int64     // the snapshot offsets Open listed, for loadProducers; nil after
+	failed         error       // set once by fail: the log is offline (wraps ErrStorage)
 }
 
 // StartOffset returns the log start offset: the first readable offset.
@@ -234,6 +239,23 @@ func (l *Log) Close() error {
 	if closed {
 		return ErrClosed
 	}
+	if l.marker.current && l.marker.pending.Load() {
+		// Nothing changed since Open trusted the marker: it, the producer
+		// snapshot and the checkpoints still describe the files, so a
+		// broker restarted and stopped without writes (or its idle
+		// partitions) writes and fsyncs nothing.
+		l.mu.Lock()
+		l.closed = true
+		segs := l.segs
+		l.mu.Unlock()
+		var err error
+		for _, s := range segs {
+			if cerr := s.closeFile(); err == nil {
+				err = cerr
+			}
+		}
+		return err
+	}
 	err := l.Flush()
 	l.mu.Lock()
 	l.closed = true
@@ -243,10 +265,7 @@ func (l *Log) Close() error {
 		l.releasePreallocLocked(s)
 	}
 	if err == nil {
-		err = writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), true)
-	}
-	if err == nil {
-		err = writeFileAtomic(l.dir, cleanShutdownFile, encodeCleanMarker(end, l.cleanTable()), true)
+		err = l.writeCleanState(end)
 	}
 	for _, s := range segs {
 		if cerr := s.closeFile(); err == nil {
@@ -254,6 +273,21 @@ func (l *Log) Close() error {
 		}
 	}
 	return err
+}
+
+// writeCleanState writes what a clean Open trusts: the producer snapshot
+// at end, then the clean-shutdown marker with the segment table, both
+// durable. The caller holds appendMu and adminMu (nothing changes the
+// files meanwhile) and has flushed everything below end.
+func (l *Log) writeCleanState(end int64) error {
+	// A log that never held a record has no producer state to keep, and
+	// with no snapshot Open reads the (no) batches from offset 0.
+	if end > 0 || len(l.producers) > 0 {
+		if err := writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), true); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(l.dir, cleanShutdownFile, encodeCleanMarker(end, l.cleanTable()), true)
 }
 
 // Delete closes the log and removes its directory.

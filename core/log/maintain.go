@@ -38,8 +38,11 @@ func (l *Log) Flush() error {
 		return l.fail("flush", err)
 	}
 	l.publishSyncedLocked(end, appended, pos)
-	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(end), true); err != nil {
-		return l.fail("flush", err)
+	if l.rpOnDisk.Load() != end {
+		if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(end), true); err != nil {
+			return l.fail("flush", err)
+		}
+		l.rpOnDisk.Store(end)
 	}
 	l.mu.Lock()
 	l.recoveryPoint = max(l.recoveryPoint, end)

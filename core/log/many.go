@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -35,4 +36,44 @@ func CloseAll(logs []*Log) error {
 	close(next)
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// OpenSpec names one log for OpenAll.
+type OpenSpec struct {
+	Dir    string
+	Config Config
+}
+
+// OpenAll opens logs concurrently (a broker's start-up, a topic's
+// creation): opening is mostly waiting for the file system. The logs are
+// in the order of specs. On an error it closes the logs it opened and
+// returns the error of the first spec that failed.
+func OpenAll(specs []OpenSpec) ([]*Log, error) {
+	logs := make([]*Log, len(specs))
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(ioWorkers, len(specs)) {
+		wg.Go(func() {
+			for i := range next {
+				logs[i], errs[i] = Open(specs[i].Dir, specs[i].Config)
+			}
+		})
+	}
+	for i := range specs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			for _, l := range logs {
+				if l != nil {
+					l.Close()
+				}
+			}
+			return nil, fmt.Errorf("log: %s: %w", specs[i].Dir, err)
+		}
+	}
+	return logs, nil
 }

@@ -25,6 +25,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: %w", err)
 	}
 	l := &Log{dir: dir, cfg: cfg, changed: make(chan struct{}), producers: producerState{}}
+	l.rpOnDisk.Store(-1)
 	l.epochs.dir = dir
 	recovered, err := l.load()
 	if err != nil {
@@ -42,11 +43,20 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	if recovered {
-		// Make what the scan accepted durable so the next crash starts here.
+		// Make what the scan accepted durable, and record the files as a
+		// clean Close would: a crash before the next change then scans
+		// nothing again (the marker goes before that change, as after any
+		// clean Open).
 		if err := l.Flush(); err != nil {
 			l.closeAll()
 			return nil, err
 		}
+		if err := l.writeCleanState(l.end); err != nil {
+			l.closeAll()
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		l.marker.pending.Store(true)
+		l.marker.current = true
 	}
 	l.cleaned = min(l.cleaned, l.end)
 	l.lastCheckpoint = time.Now()
@@ -76,27 +86,52 @@ func (l *Log) closeAll() {
 // load reads the directory and sets segments, offsets and the recovery
 // point. It reports whether batches were scanned for crash recovery.
 func (l *Log) load() (recovered bool, err error) {
-	if err := l.finishSwaps(); err != nil {
-		return false, err
-	}
-	if c, err := readOffsetCheckpoint(l.dir, cleanerCheckpointFile); err == nil {
-		l.cleaned = c
-	}
-	bases, err := l.listSegments()
+	// One listing of the directory serves the whole Open (a broker
+	// opens thousands of logs at start-up): swaps, segments, snapshots.
+	ents, err := os.ReadDir(l.dir)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("log: %w", err)
 	}
+	if changed, err := l.finishSwaps(ents); err != nil {
+		return false, err
+	} else if changed {
+		if ents, err = os.ReadDir(l.dir); err != nil {
+			return false, fmt.Errorf("log: %w", err)
+		}
+	}
+	listed := func(name string) bool {
+		return slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() == name })
+	}
+	// Only compacted logs have a cleaner checkpoint, few a log start
+	// checkpoint: no failed open for them per log.
+	if listed(cleanerCheckpointFile) {
+		if c, err := readOffsetCheckpoint(l.dir, cleanerCheckpointFile); err == nil {
+			l.cleaned = c
+		}
+	}
+	bases := l.segmentsIn(ents)
+	l.openSnapshots = snapshotsIn(ents)
 	lg := l.cfg.Logger
-	startCk, err := readOffsetCheckpoint(l.dir, logStartFile)
+	startCk, err := int64(0), error(os.ErrNotExist)
+	if listed(logStartFile) {
+		startCk, err = readOffsetCheckpoint(l.dir, logStartFile)
+	}
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			lg.Warn("log: ignoring log start checkpoint", "dir", l.dir, "err", err)
 		}
 		startCk = 0
 	}
-	rp, err := readOffsetCheckpoint(l.dir, recoveryPointFile)
-	if err != nil {
-		rp = 0
+	// The recovery point matters only to a load that is not clean.
+	rp := int64(-1)
+	recoveryPoint := func() int64 {
+		if rp < 0 {
+			var err error
+			if rp, err = readOffsetCheckpoint(l.dir, recoveryPointFile); err != nil {
+				rp = 0
+			}
+		}
+		return rp
 	}
 	// The marker describes the files as Close left them; it stays until
 	// the first change (dropCleanMarker), and is deleted before recovery
@@ -107,6 +142,9 @@ func (l *Log) load() (recovered bool, err error) {
 		l.marker.pending.Store(true)
 	}
 	if len(bases) == 0 {
+		if !listed(recoveryPointFile) {
+			l.rpOnDisk.Store(0) // none: the same as offset 0
+		}
 		if err := l.dropCleanMarker(); err != nil {
 			return false, err
 		}
@@ -120,7 +158,7 @@ func (l *Log) load() (recovered bool, err error) {
 	}
 	scanFrom := len(l.segs) - 1
 	if !clean {
-		scanFrom, _ = l.segmentForLocked(rp)
+		scanFrom, _ = l.segmentForLocked(recoveryPoint())
 	}
 	for i := range scanFrom {
 		if e, ok := table[l.segs[i].base]; ok {
@@ -135,8 +173,12 @@ func (l *Log) load() (recovered bool, err error) {
 	}
 	if clean {
 		act := l.segs[scanFrom]
-		err = l.loadActiveTail(act)
-		if e, ok := table[act.base]; ok && err == nil && act.meta.size != e.size {
+		e, ok := table[act.base]
+		// A segment no larger than the index interval has no offset
+		// index entry (the first batch never needs one), so its headers
+		// are read from the start without opening the index files.
+		err = l.loadActiveTail(act, ok && e.size <= int64(l.cfg.IndexIntervalBytes))
+		if ok && err == nil && act.meta.size != e.size {
 			err = fmt.Errorf("%w: active segment is %d bytes, the clean-shutdown marker says %d", record.ErrCorrupt, act.meta.size, e.size)
 		}
 		if errors.Is(err, record.ErrCorrupt) || errors.Is(err, record.ErrShort) {
@@ -151,11 +193,15 @@ func (l *Log) load() (recovered bool, err error) {
 		if err := l.dropCleanMarker(); err != nil {
 			return false, err
 		}
-		if err := l.recoverFrom(scanFrom); err != nil {
+		if err := l.recoverFrom(scanFrom, recoveryPoint()); err != nil {
 			return false, err
 		}
 	}
-	return !clean, l.finishLoad(startCk, rp, clean)
+	l.marker.current = clean && table != nil
+	if clean {
+		return false, l.finishLoad(startCk, 0, true)
+	}
+	return true, l.finishLoad(startCk, recoveryPoint(), false)
 }
 
 // sameBases reports whether the marker's table lists exactly bases.
@@ -178,6 +224,11 @@ func (l *Log) listSegments() ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
+	return l.segmentsIn(ents), nil
+}
+
+// segmentsIn is listSegments over a listing of the directory.
+func (l *Log) segmentsIn(ents []os.DirEntry) []int64 {
 	var bases []int64
 	logs := map[int64]bool{}
 	for _, e := range ents {
@@ -195,7 +246,7 @@ func (l *Log) listSegments() ([]int64, error) {
 		}
 	}
 	slices.Sort(bases)
-	return bases, nil
+	return bases
 }
 
 // startEmpty creates the first segment of a log with no segment files.
@@ -270,7 +321,9 @@ func lastTimeEntry(path string) (timeEntry, bool) {
 // from their files, then batch headers from the last indexed position to
 // the end of the file to restore the running state. A damaged header is
 // returned as corruption so the caller falls back to a full scan.
-func (l *Log) loadActiveTail(s *segment) error {
+// small says the segment is at most one index interval long: its index
+// files are not read.
+func (l *Log) loadActiveTail(s *segment, small bool) error {
 	s.active = true
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,8 +335,11 @@ func (l *Log) loadActiveTail(s *segment) error {
 		return fmt.Errorf("log: %w", err)
 	}
 	interval := int64(l.cfg.IndexIntervalBytes)
-	ib, _ := os.ReadFile(s.indexPath())
-	tb, _ := os.ReadFile(s.timePath())
+	var ib, tb []byte
+	if !small {
+		ib, _ = os.ReadFile(s.indexPath())
+		tb, _ = os.ReadFile(s.timePath())
+	}
 	idx, err1 := decodeOffsetIndex(ib, fi.Size())
 	tidx, err2 := decodeTimeIndex(tb)
 	m := newSegMeta(s.base, interval)
@@ -320,8 +376,12 @@ func (l *Log) loadActiveTail(s *segment) error {
 }
 
 // recoverFrom validates segments from index i on. At the first bad batch
-// it truncates that segment and deletes every later one.
-func (l *Log) recoverFrom(i int) error {
+// it truncates that segment and deletes every later one. In the segment
+// holding the recovery point rp, the batches below rp (fsynced, with
+// their index entries) are taken from the segment's index files, and
+// validation starts at the last indexed batch below rp: recovery reads
+// the unflushed bytes, not the whole segment.
+func (l *Log) recoverFrom(i int, rp int64) error {
 	lg := l.cfg.Logger
 	interval := int64(l.cfg.IndexIntervalBytes)
 	minBase := int64(0)
@@ -335,11 +395,21 @@ func (l *Log) recoverFrom(i int) error {
 			limit = l.segs[i+1].base
 		}
 		last := i == len(l.segs)-1
-		m, bad, err := l.validateFile(s, interval, scanLimits{minBase: minBase, limit: limit})
+		lim := scanLimits{minBase: minBase, limit: limit}
+		var (
+			m        segMeta
+			from     int64 // where validation started
+			bad, err error
+		)
+		if s.base < rp && rp < limit {
+			m, from, bad, err = l.validateFromRecoveryPoint(s, interval, lim, rp)
+		} else {
+			m, bad, err = l.validateFile(s, interval, lim)
+		}
 		if err != nil {
 			return err
 		}
-		lg.Info("log: recovered segment", "dir", l.dir, "segment", s.base, "bytes", m.size, "next", m.next)
+		lg.Info("log: recovered segment", "dir", l.dir, "segment", s.base, "bytes", m.size, "validated_from", from, "validated_bytes", m.size-from, "next", m.next)
 		if bad != nil {
 			lg.Warn("log: truncating at bad batch", "dir", l.dir, "segment", s.base, "position", m.size, "err", bad)
 			if err := os.Truncate(s.logPath(), m.size); err != nil {
@@ -372,6 +442,67 @@ func (l *Log) recoverFrom(i int) error {
 		s.closeFile()
 	}
 	return nil
+}
+
+// validateFromRecoveryPoint validates s from its last indexed batch below
+// rp on (see recoverFrom). Without a usable index entry below rp, or if
+// the batch that entry names does not validate (the index can not be
+// trusted then), it validates the whole file.
+func (l *Log) validateFromRecoveryPoint(s *segment, interval int64, lim scanLimits, rp int64) (segMeta, int64, error, error) {
+	f, err := os.Open(s.logPath())
+	if err != nil {
+		return segMeta{}, 0, nil, fmt.Errorf("log: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return segMeta{}, 0, nil, fmt.Errorf("log: %w", err)
+	}
+	size := fi.Size()
+	ib, _ := os.ReadFile(s.indexPath())
+	tb, _ := os.ReadFile(s.timePath())
+	idx, err1 := decodeOffsetIndex(ib, size)
+	tidx, err2 := decodeTimeIndex(tb)
+	k := -1 // the last entry whose batch starts below rp
+	for j, e := range idx {
+		if s.base+int64(e.rel) < rp {
+			k = j
+		}
+	}
+	whole := func() (segMeta, int64, error, error) {
+		m, bad, err := validateSegment(f, size, s.base, interval, lim)
+		return m, 0, bad, err
+	}
+	if err1 != nil || err2 != nil || k < 0 {
+		return whole()
+	}
+	at := idx[k]
+	m := newSegMeta(s.base, interval)
+	m.index = slices.Clone(idx[:k])
+	for _, e := range tidx {
+		if e.rel <= at.rel {
+			m.tindex = append(m.tindex, e)
+			m.maxTs, m.maxTsOff = e.ts, s.base+int64(e.rel)
+		}
+	}
+	first, err := headerAt(f, 0)
+	if err != nil {
+		return whole()
+	}
+	start := int64(at.pos)
+	if h, err := headerAt(f, start); err != nil || h.BaseOffset != s.base+int64(at.rel) {
+		return whole() // the entry does not name the batch there
+	}
+	m.size, m.since, m.firstTs, m.next = start, interval+1, first.MaxTimestamp, s.base+int64(at.rel)
+	from := lim
+	from.minBase = max(lim.minBase, s.base+int64(at.rel))
+	vm, bad, err := validateFrom(f, size, start, m, from)
+	if err == nil && bad != nil && vm.size == start {
+		// The indexed batch itself is bad: it is below the recovery
+		// point, so the index, not the data, is wrong.
+		return whole()
+	}
+	return vm, start, bad, err
 }
 
 // validateFile runs validateSegment over s's file.
@@ -424,10 +555,12 @@ func (l *Log) finishLoad(startCk, rp int64, clean bool) error {
 // loadProducers restores producer state: the newest snapshot at or below
 // the log end, then the batch headers after it.
 func (l *Log) loadProducers() error {
-	if err := removeSnapshotsAbove(l.dir, l.end); err != nil {
+	offs := l.openSnapshots
+	l.openSnapshots = nil
+	if err := removeSnapshotsIn(l.dir, offs, l.end); err != nil {
 		return err
 	}
-	ps, aborted, from, err := loadLatestSnapshot(l.dir, l.end)
+	ps, aborted, from, err := loadLatestSnapshotIn(l.dir, offs, l.end)
 	if err != nil {
 		return err
 	}

@@ -272,6 +272,11 @@ func listSnapshots(dir string) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
+	return snapshotsIn(ents), nil
+}
+
+// snapshotsIn is listSnapshots over a listing of the directory.
+func snapshotsIn(ents []os.DirEntry) []int64 {
 	var offs []int64
 	for _, e := range ents {
 		if off, ok := parseSegName(e.Name(), snapshotSuffix); ok {
@@ -279,7 +284,7 @@ func listSnapshots(dir string) ([]int64, error) {
 		}
 	}
 	slices.Sort(offs)
-	return offs, nil
+	return offs
 }
 
 func snapshotPath(dir string, off int64) string {
@@ -310,6 +315,11 @@ func removeSnapshotsAbove(dir string, end int64) error {
 	if err != nil {
 		return err
 	}
+	return removeSnapshotsIn(dir, offs, end)
+}
+
+// removeSnapshotsIn is removeSnapshotsAbove over the snapshots offs.
+func removeSnapshotsIn(dir string, offs []int64, end int64) error {
 	for _, off := range offs {
 		if off > end {
 			if err := os.Remove(snapshotPath(dir, off)); err != nil {
@@ -320,13 +330,10 @@ func removeSnapshotsAbove(dir string, end int64) error {
 	return nil
 }
 
-// loadLatestSnapshot returns the newest readable snapshot at or below end
-// and its offset, or an empty state and -1 when there is none.
-func loadLatestSnapshot(dir string, end int64) (producerState, []AbortedTxn, int64, error) {
-	offs, err := listSnapshots(dir)
-	if err != nil {
-		return nil, nil, -1, err
-	}
+// loadLatestSnapshotIn returns the newest readable snapshot at or below
+// end among offs (ascending) and its offset, or an empty state and -1
+// when there is none.
+func loadLatestSnapshotIn(dir string, offs []int64, end int64) (producerState, []AbortedTxn, int64, error) {
 	for i := len(offs) - 1; i >= 0; i-- {
 		if offs[i] > end {
 			continue

@@ -2,7 +2,9 @@ package log
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/vltava/vltava/core/record"
@@ -200,4 +202,89 @@ func FuzzRecover(f *testing.F) {
 			t.Fatalf("append after recovery: %v", err)
 		}
 	})
+}
+
+// TestRecoveryStartsAtRecoveryPoint: after a crash, recovery validates the
+// segment holding the recovery point from its last indexed batch below
+// that point, not from the segment's start, and still cuts a torn tail;
+// an index entry that does not name a batch sends it back to the start.
+func TestRecoveryStartsAtRecoveryPoint(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		damage     func(t *testing.T, dir, active string)
+		fromStart  bool // validation must start at position 0
+		tornBatchs int  // batches lost from the end
+	}{
+		{"unflushed tail intact", func(*testing.T, string, string) {}, false, 0},
+		{"unflushed tail torn", func(t *testing.T, _, active string) {
+			if err := os.Truncate(active, fileSize(t, active)-7); err != nil {
+				t.Fatal(err)
+			}
+		}, false, 1},
+		{"index entry names no batch", func(t *testing.T, _, active string) {
+			idx := strings.TrimSuffix(active, logSuffix) + indexSuffix
+			b, err := os.ReadFile(idx)
+			if err != nil || len(b) < 2*offsetEntrySize {
+				t.Fatalf("index %d bytes, %v", len(b), err)
+			}
+			// Every entry's position moves 3 bytes into its batch.
+			for i := 4; i < len(b); i += offsetEntrySize {
+				b[i+3] += 3
+			}
+			if err := os.WriteFile(idx, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var logs logBuffer
+			cfg := testConfig(&logs)
+			cfg.SegmentBytes = 1 << 20 // one segment
+			l := openLog(t, dir, cfg)
+			var m model
+			fill(t, l, &m, 60, 9, 1000)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			flushed := fileSize(t, segmentFiles(t, dir, logSuffix)[0])
+			fill(t, l, &m, 5, 10, 5000)
+			crash(l)
+			active := segmentFiles(t, dir, logSuffix)[0]
+			c.damage(t, dir, active)
+			logs = logBuffer{}
+			l = openLog(t, dir, cfg)
+			line := logs.String()
+			from := int64(-1)
+			if i := strings.Index(line, "validated_from="); i >= 0 {
+				fmt.Sscanf(line[i+len("validated_from="):], "%d", &from)
+			}
+			switch {
+			case c.fromStart && from != 0:
+				t.Errorf("validation started at %d, want 0 (the index is wrong):\n%s", from, line)
+			case !c.fromStart && (from <= 0 || from > flushed):
+				t.Errorf("validation started at %d, want within the %d flushed bytes, after 0:\n%s", from, flushed, line)
+			}
+			want := m.batches[:len(m.batches)-c.tornBatchs]
+			var all []byte
+			for _, b := range want {
+				all = append(all, b...)
+			}
+			if got := readAll(t, l); !bytes.Equal(got, all) {
+				t.Fatalf("after recovery: %d bytes, want %d", len(got), len(all))
+			}
+			// The rebuilt index serves reads from anywhere.
+			for _, off := range []int64{0, m.end() / 2, m.end() - 1} {
+				if off >= l.EndOffset() {
+					continue
+				}
+				sl, err := l.Read(off, 1<<20, l.EndOffset())
+				if err != nil {
+					t.Errorf("read at %d: %v", off, err)
+					continue
+				}
+				sl.Close()
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,15 +69,28 @@ func TestReopenAfterCrash(t *testing.T) {
 	if l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
 		t.Fatal("content differs after crash reopen")
 	}
-	// Recovery flushed: a second crash scans at most the active segment.
+	// Recovery flushed and recorded the files as a clean Close would: a
+	// second crash before any change scans nothing.
+	crash(l)
+	logs = logBuffer{}
+	l = openLog(t, dir, testConfig(&logs))
+	if n := strings.Count(logs.String(), "recovered segment"); n != 0 {
+		t.Fatalf("second crash recovery scanned %d segments, want 0", n)
+	}
+	if !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatal("content differs after second crash reopen")
+	}
+	// After a change, a crash scans from the recovery point's segment on:
+	// the active one.
+	appendBatch(t, l, &m, plain(2, 10, 9000))
 	crash(l)
 	logs = logBuffer{}
 	l = openLog(t, dir, testConfig(&logs))
 	if n := strings.Count(logs.String(), "recovered segment"); n != 1 {
-		t.Fatalf("second crash recovery scanned %d segments, want 1", n)
+		t.Fatalf("third crash recovery scanned %d segments, want 1", n)
 	}
-	if !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
-		t.Fatal("content differs after second crash reopen")
+	if l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatal("content differs after third crash reopen")
 	}
 }
 
@@ -187,5 +201,90 @@ func TestStaleCleanMarkerIsNotTrusted(t *testing.T) {
 	}
 	if l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
 		t.Fatal("content differs after recovering past a stale marker")
+	}
+}
+
+// TestCloseAfterReadOnlyRunWritesNothing: a log opened from a clean
+// shutdown and closed without a change (a broker restarted and stopped,
+// its idle partitions) fsyncs and rewrites nothing, and the next Open
+// still trusts the marker; after a change Close writes it afresh.
+func TestCloseAfterReadOnlyRunWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	var logs logBuffer
+	l := openLog(t, dir, testConfig(&logs))
+	var m model
+	fill(t, l, &m, 100, 3, 1000)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, cleanShutdownFile)
+	before, err := os.Stat(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	readAll(t, l)
+	syncs := fsyncs.Load()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fsyncs.Load() - syncs; n != 0 {
+		t.Errorf("closing an unchanged log made %d fsyncs", n)
+	}
+	if after, err := os.Stat(marker); err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("closing an unchanged log rewrote the marker (%v)", err)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") {
+		t.Fatalf("the marker was not trusted after a read-only run:\n%s", logs.String())
+	}
+	appendBatch(t, l, &m, plain(2, 10, 5000))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	end, _, err := readCleanMarker(dir)
+	if err != nil || end != m.end() {
+		t.Fatalf("marker after a change: end %d, %v; want %d", end, err, m.end())
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") || l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatalf("content differs after closing a changed log (end %d, want %d):\n%s", l.EndOffset(), m.end(), logs.String())
+	}
+}
+
+// TestCloseOfNewLogWritesLittle: closing a log that never held a record
+// (a new partition never produced to) writes the clean-shutdown marker and
+// nothing else (no empty index files, snapshot or recovery point), and the
+// next Open trusts it.
+func TestCloseOfNewLogWritesLittle(t *testing.T) {
+	dir := t.TempDir()
+	var logs logBuffer
+	l := openLog(t, dir, testConfig(&logs))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{segName(0) + logSuffix, cleanShutdownFile}; !slices.Equal(names, want) {
+		t.Errorf("files after closing a new log: %v, want %v", names, want)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") {
+		t.Fatalf("a new log's marker was not trusted:\n%s", logs.String())
+	}
+	var m model
+	appendBatch(t, l, &m, plain(2, 10, 5000))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig(&logs))
+	if strings.Contains(logs.String(), "recover") || l.EndOffset() != m.end() || !bytes.Equal(readAll(t, l), m.bytesFrom(0)) {
+		t.Fatalf("after a record and a clean close: end %d, want %d:\n%s", l.EndOffset(), m.end(), logs.String())
 	}
 }

@@ -119,6 +119,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
 	l.recoveryPoint, l.syncedOffset = offset, offset
 	l.mu.Unlock()
+	l.rpOnDisk.Store(-1)
 	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(offset), true); err != nil {
 		return err
 	}
@@ -168,8 +169,12 @@ func (l *Log) AssignEpochStart(epoch int32, startOffset int64) error {
 	if err := l.checkOpen(); err != nil {
 		return err
 	}
-	if end := l.EndOffset(); epoch < 0 || startOffset < 0 || startOffset > end {
+	end := l.EndOffset()
+	if epoch < 0 || startOffset < 0 || startOffset > end {
 		return fmt.Errorf("%w: epoch %d at %d, log end %d", ErrOffsetOutOfRange, epoch, startOffset, end)
+	}
+	if startOffset == end {
+		return l.epochs.assignAtEnd(epoch, end)
 	}
 	return l.epochs.assign(epoch, startOffset)
 }

@@ -89,11 +89,17 @@ type scanLimits struct {
 // covers the valid prefix (meta.size bytes) and bad describes why the rest
 // was rejected (nil if the whole file is valid). err is an I/O error.
 func validateSegment(r io.ReaderAt, size int64, base, interval int64, lim scanLimits) (meta segMeta, bad, err error) {
-	meta = newSegMeta(base, interval)
-	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<20)
+	return validateFrom(r, size, 0, newSegMeta(base, interval), lim)
+}
+
+// validateFrom is validateSegment from position start on, adding to meta,
+// which describes the batches before start.
+func validateFrom(r io.ReaderAt, size, start int64, meta segMeta, lim scanLimits) (_ segMeta, bad, err error) {
+	base := meta.base
+	br := bufio.NewReaderSize(io.NewSectionReader(r, start, size-start), 1<<20)
 	var buf []byte
 	expect := max(lim.minBase, base)
-	for pos := int64(0); pos < size; {
+	for pos := start; pos < size; {
 		hb, perr := br.Peek(record.HeaderSize)
 		if len(hb) < record.HeaderSize {
 			if perr != nil && !errors.Is(perr, io.EOF) {

@@ -64,6 +64,10 @@ type segment struct {
 
 	idxMu    sync.Mutex // serialises writes of the index files
 	idxDirty bool       // index files written but not fsynced; guarded by idxMu
+	// noIdxFiles says the index files are known not to exist (createSegment
+	// removed them and none was written since), so persistIndex need not
+	// create empty ones. Guarded by idxMu.
+	noIdxFiles bool
 
 	mu       sync.Mutex
 	file     *segFile // nil while closed
@@ -115,6 +119,7 @@ func createSegment(dir string, base, interval int64) (*segment, error) {
 	// creating files is the expensive part of making a partition.
 	sf := &segFile{f: f}
 	sf.refs.Store(1)
+	s.noIdxFiles = true
 	s.mu.Lock()
 	s.setFileLocked(sf)
 	s.meta = newSegMeta(base, interval)
@@ -303,15 +308,20 @@ func (s *segment) persistIndex(durable bool) error {
 	s.mu.Unlock()
 	// Appended entries are never modified, so they can be encoded without
 	// the lock.
-	if len(idx) > 0 || idxAt == 0 {
+	// An empty index file is written only to cut one that may hold
+	// stale entries; none is created for a segment that never had one.
+	if len(idx) > 0 || (idxAt == 0 && !s.noIdxFiles) {
 		if err := appendFile(s.indexPath(), int64(idxAt)*offsetEntrySize, encodeOffsetEntries(nil, idx)); err != nil {
 			return err
 		}
 	}
-	if len(tidx) > 0 || tAt == 0 {
+	if len(tidx) > 0 || (tAt == 0 && !s.noIdxFiles) {
 		if err := appendFile(s.timePath(), int64(tAt)*timeEntrySize, encodeTimeEntries(nil, tidx)); err != nil {
 			return err
 		}
+	}
+	if len(idx) > 0 || len(tidx) > 0 {
+		s.noIdxFiles = false
 	}
 	s.mu.Lock()
 	s.idxOnDisk, s.tOnDisk = idxAt+len(idx), tAt+len(tidx)

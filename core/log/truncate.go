@@ -63,6 +63,7 @@ func (l *Log) Truncate(offset int64) error {
 	l.mu.RLock()
 	newEnd, rp := l.end, l.recoveryPoint
 	l.mu.RUnlock()
+	l.rpOnDisk.Store(-1)
 	if err := writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(rp), true); err != nil {
 		return err
 	}

@@ -145,7 +145,8 @@ func (c *conn) read() {
 		req.payload = payload
 		req.reserved = reserved
 		c.inflight.Add(1)
-		c.lastActive.Store(time.Now().UnixNano())
+		req.Received = time.Now()
+		c.lastActive.Store(req.Received.UnixNano())
 		select {
 		case c.reqs <- req:
 		case <-c.ctx.Done():

@@ -58,6 +58,10 @@ type Request struct {
 	// fetch's long poll, an acks=all produce's wait for the ISR). Handlers
 	// that wait add to it; the request-time quota does not count it.
 	Parked time.Duration
+	// Received is when the request's frame had been read off the socket;
+	// the time until its handler starts is its queue time (Kafka's
+	// RequestQueueTimeMs).
+	Received time.Time
 
 	// payload is the frame the request was decoded from; Body may alias
 	// it. The connection recycles it once the handler returned, for the

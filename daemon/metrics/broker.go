@@ -81,14 +81,18 @@ var (
 )
 
 // BrokerCollector reports a broker's figures at scrape time, and its
-// request latencies as they happen (ObserveRequest).
+// request latencies and queue times as they happen (ObserveRequest,
+// ObserveQueue).
 type BrokerCollector struct {
 	b        *broker.Broker
 	requests *prometheus.HistogramVec
-	// byKey caches the histogram of each served API key, so observing a
-	// request is an array index and an atomic add, no label lookup.
-	byKey [128]prometheus.Observer
-	in    *inspect.Inspector
+	queue    *prometheus.HistogramVec
+	// byKey and queueByKey cache the histograms of each served API key,
+	// so observing a request is an array index and an atomic add, no
+	// label lookup.
+	byKey      [128]prometheus.Observer
+	queueByKey [128]prometheus.Observer
+	in         *inspect.Inspector
 }
 
 // NewBrokerCollector returns the collector of b's figures. Register it
@@ -100,9 +104,15 @@ func NewBrokerCollector(b *broker.Broker) *BrokerCollector {
 		Help:    "Time to handle a request, by API (a fetch's long-poll wait and an acks=all produce's replication wait included).",
 		Buckets: prometheus.ExponentialBuckets(25e-6, 2, 18), // 25µs .. 3.3s
 	}, []string{"api"})
+	c.queue = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "vltava_request_queue_seconds",
+		Help:    "Time from a request being read off the socket to its handler starting, by API (Kafka's RequestQueueTimeMs: requests of one connection are handled in order, so it grows when the broker falls behind a pipelining client).",
+		Buckets: prometheus.ExponentialBuckets(5e-6, 2, 20), // 5µs .. 2.6s
+	}, []string{"api"})
 	for _, k := range broker.APIKeys() {
 		if int(k) < len(c.byKey) {
 			c.byKey[k] = c.requests.WithLabelValues(broker.APIName(k))
+			c.queueByKey[k] = c.queue.WithLabelValues(broker.APIName(k))
 		}
 	}
 	return c
@@ -123,8 +133,16 @@ func (c *BrokerCollector) ObserveRequest(key int16, took time.Duration) {
 	}
 }
 
+// ObserveQueue is a broker.Options.ObserveQueue.
+func (c *BrokerCollector) ObserveQueue(key int16, queued time.Duration) {
+	if key >= 0 && int(key) < len(c.queueByKey) && c.queueByKey[key] != nil {
+		c.queueByKey[key].Observe(queued.Seconds())
+	}
+}
+
 func (c *BrokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.requests.Describe(ch)
+	c.queue.Describe(ch)
 	for _, d := range []*prometheus.Desc{brokerInfo, controllerActive, connections, connectionsAccepted,
 		sendfileBytes, copiedBytes, partitionsLed, partitionReplicas, underReplicated, underMinISR, offline,
 		logSize, logSegments, logStart, logEnd, highWatermark, dirCapacity, dirFree,
@@ -136,6 +154,7 @@ func (c *BrokerCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.requests.Collect(ch)
+	c.queue.Collect(ch)
 	b := c.b
 	if b == nil {
 		return

@@ -180,6 +180,9 @@ func TestScrapeRealBroker(t *testing.T) {
 	if v, ok := value(fams, "vltava_request_duration_seconds", map[string]string{"api": "Produce"}); !ok || v < 20 {
 		t.Errorf("Produce requests observed = %v, %v; want >= 20", v, ok)
 	}
+	if v, ok := value(fams, "vltava_request_queue_seconds", map[string]string{"api": "Produce"}); !ok || v < 20 {
+		t.Errorf("Produce requests' queue times observed = %v, %v; want >= 20", v, ok)
+	}
 	if v, ok := value(fams, "vltava_topic_records_in_total", map[string]string{"topic": "metered"}); !ok || v != 20 {
 		t.Errorf("vltava_topic_records_in_total{metered} = %v, %v; want 20", v, ok)
 	}

@@ -62,6 +62,14 @@ func (o perfOutput) reportEvery(m *perfstat.Meter) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
+// startBar starts a progress bar on a terminal (startProgress) and
+// routes the progress lines through it; call it before reportEvery.
+func (o *perfOutput) startBar(e *env, label string, source func() (done, total int64)) *progressBar {
+	bar := startProgress(e, label, o.json, source)
+	o.progress = bar.Writer(o.progress)
+	return bar
+}
+
 // summary prints the final report of a run named kind ("produce").
 func (o perfOutput) summary(kind string, r perfstat.Report) error {
 	if o.json {
@@ -118,6 +126,8 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 
 	out := newPerfOutput(e, *asJSON)
 	m := perfstat.NewMeter(time.Now(), true)
+	bar := out.startBar(e, "produce", func() (int64, int64) { return m.Records(), int64(*records) })
+	defer bar.Stop()
 	stop := out.reportEvery(m)
 	var (
 		mu       sync.Mutex
@@ -145,6 +155,7 @@ func perfProduce(ctx context.Context, e *env, c *command, args []string) error {
 		flushErr = cl.EndTransaction(ctx, kgo.TryCommit)
 	}
 	stop()
+	bar.Stop()
 	total := m.Total(time.Now())
 	if err := out.summary("produce", total); err != nil {
 		return err
@@ -230,6 +241,8 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 
 	out := newPerfOutput(e, *asJSON)
 	m := perfstat.NewMeter(time.Now(), false)
+	bar := out.startBar(e, "consume", func() (int64, int64) { return m.Records(), int64(*records) })
+	defer bar.Stop()
 	stop := out.reportEvery(m)
 	kind, count := "consume", consumeCount
 	if *raw {
@@ -240,6 +253,7 @@ func perfConsume(ctx context.Context, e *env, c *command, args []string) error {
 	}
 	got, err := count(ctx, cl, m, int64(*records), *idle)
 	stop()
+	bar.Stop()
 	end := time.Now()
 	if last := m.LastAdd(); err != nil && !last.IsZero() {
 		end = last // the idle wait at the end is no part of the rate

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,9 @@ import (
 // producer and each consumer is its own franz-go client (its own
 // connections), producers write as fast as they can for --duration and
 // consumers tail the topic's partitions (dealt round-robin among them)
-// from the end they found at the start. It reports every side's MiB/s,
+// from the end they found at the start. With --topics N the load is
+// spread over N topics, TOPIC-0 .. TOPIC-(N-1), which share --partitions
+// between them; producers write to them in turn. It reports every side's MiB/s,
 // their sum, produce latency, and — given --broker-pid (local brokers'
 // /proc/PID/stat, summed) or --metrics-url (its /metrics endpoint,
 // vltava_process_cpu_seconds_total{process="broker"}) — the broker's CPU
@@ -38,6 +41,7 @@ var perfLoadCommands = []command{
 type loadReport struct {
 	Producers      int              `json:"producers"`
 	Consumers      int              `json:"consumers"`
+	Topics         int              `json:"topics"`
 	Partitions     int              `json:"partitions"`
 	Produce        perfstat.Report  `json:"produce"`
 	Consume        *perfstat.Report `json:"consume,omitempty"`
@@ -55,7 +59,8 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	pf.register(f)
 	producers := f.Int("producers", 4, "producer clients, each with its own connections")
 	consumers := f.Int("consumers", 4, "consumer clients tailing the topic (0: produce only)")
-	partitions := f.Int("partitions", 0, "create TOPIC with this many partitions if it does not exist (0: it must exist)")
+	partitions := f.Int("partitions", 0, "create TOPIC with this many partitions if it does not exist (0: it must exist); with --topics, in total")
+	ntopics := f.Int("topics", 1, "spread the load over this many topics, TOPIC-0..TOPIC-(N-1), sharing --partitions (1: TOPIC itself)")
 	rf := f.Int("replication-factor", -1, "replication factor when creating TOPIC (-1: the broker's default)")
 	topicConfigs := f.String("topic-config", "", "configs for creating TOPIC, `K=V[,K=V...]` (e.g. flush.messages=1)")
 	duration := f.Duration("duration", 10*time.Second, "how long the producers write")
@@ -68,10 +73,20 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *producers <= 0 || *consumers < 0 || *duration <= 0 || *size < 0 || *inflight <= 0 {
-		return usagef("--producers and --duration must be positive, --consumers and --record-size not negative")
+	if *producers <= 0 || *consumers < 0 || *duration <= 0 || *size < 0 || *inflight <= 0 || *ntopics <= 0 {
+		return usagef("--producers, --topics and --duration must be positive, --consumers and --record-size not negative")
+	}
+	if *partitions > 0 && *partitions < *ntopics {
+		return usagef("--partitions %d can not be spread over --topics %d", *partitions, *ntopics)
 	}
 	topic := pos[0]
+	topics := []string{topic}
+	if *ntopics > 1 {
+		topics = topics[:0]
+		for i := range *ntopics {
+			topics = append(topics, fmt.Sprintf("%s-%d", topic, i))
+		}
+	}
 	configs := map[string]*string{}
 	if *topicConfigs != "" {
 		for _, kv := range strings.Split(*topicConfigs, ",") {
@@ -84,8 +99,16 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	}
 	var nparts int
 	if err := e.admin(ctx, func(ctx context.Context, adm *kadm.Client) error {
-		if *partitions > 0 {
-			resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), configs, topic)
+		for i, t := range topics {
+			if *partitions <= 0 {
+				break
+			}
+			// The first partitions%topics topics take one more.
+			n := *partitions / len(topics)
+			if i < *partitions%len(topics) {
+				n++
+			}
+			resp, err := adm.CreateTopic(ctx, int32(n), int16(*rf), configs, t)
 			if err == nil {
 				err = resp.Err
 			}
@@ -93,9 +116,14 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 				return err
 			}
 		}
-		var err error
-		nparts, err = waitPartitions(ctx, adm, topic, *partitions > 0)
-		return err
+		for _, t := range topics {
+			n, err := waitPartitions(ctx, adm, t, *partitions > 0)
+			if err != nil {
+				return err
+			}
+			nparts += n
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -117,7 +145,7 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	popts = append(popts, kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(*inflight))
+	popts = append(popts, kgo.MaxBufferedRecords(*inflight))
 
 	// Consumers start at the end offsets found now and read what the
 	// producers write.
@@ -127,7 +155,7 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 		// retriable errors (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER...).
 		for {
 			var err error
-			ends, err = adm.ListEndOffsets(ctx, topic)
+			ends, err = adm.ListEndOffsets(ctx, topics...)
 			if err == nil {
 				err = ends.Error()
 			}
@@ -159,14 +187,34 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 		clients = append(clients, cl)
 	}
 	consCls := make([]*kgo.Client, 0, *consumers)
-	for i := 0; i < *consumers && i < nparts; i++ {
-		at := map[int32]kgo.Offset{}
-		ends.Each(func(o kadm.ListedOffset) {
-			if int(o.Partition)%*consumers == i {
-				at[o.Partition] = kgo.NewOffset().At(o.Offset)
+	// Deal every partition of every topic round-robin to the consumers.
+	dealt := make([]map[string]map[int32]kgo.Offset, min(*consumers, nparts))
+	k := 0
+	for _, t := range topics {
+		if len(dealt) == 0 {
+			break // --consumers 0
+		}
+		var ps []int32
+		for p := range ends[t] {
+			ps = append(ps, p)
+		}
+		slices.Sort(ps)
+		for _, p := range ps {
+			o := ends[t][p]
+			at := dealt[k%len(dealt)]
+			if at == nil {
+				at = map[string]map[int32]kgo.Offset{}
+				dealt[k%len(dealt)] = at
 			}
-		})
-		cl, err := e.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}))
+			if at[t] == nil {
+				at[t] = map[int32]kgo.Offset{}
+			}
+			at[t][o.Partition] = kgo.NewOffset().At(o.Offset)
+			k++
+		}
+	}
+	for _, at := range dealt {
+		cl, err := e.client(kgo.ConsumePartitions(at))
 		if err != nil {
 			return err
 		}
@@ -177,6 +225,11 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	out := newPerfOutput(e, *asJSON)
 	pm := perfstat.NewMeter(time.Now(), true)
 	cm := perfstat.NewMeter(time.Now(), false)
+	barStart := time.Now()
+	bar := out.startBar(e, "load (s)", func() (int64, int64) {
+		return int64(time.Since(barStart) / time.Second), int64(*duration / time.Second)
+	})
+	defer bar.Stop()
 	stopProgress := out.reportEvery(pm)
 	cpu0, err := cpu()
 	if err != nil {
@@ -205,9 +258,9 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 			// Produce under ctx, not pctx: a record buffered when the
 			// duration ends is still delivered and counted, rather than
 			// failed after it may have been written.
-			for pctx.Err() == nil {
+			for n := 0; pctx.Err() == nil; n++ {
 				sent := time.Now()
-				cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+				cl.Produce(ctx, &kgo.Record{Topic: topics[n%len(topics)], Value: value}, func(r *kgo.Record, err error) {
 					if err != nil {
 						mu.Lock()
 						nErr++
@@ -254,8 +307,9 @@ func perfLoad(ctx context.Context, e *env, c *command, args []string) error {
 	cancelConsume()
 	cwg.Wait()
 	stopProgress()
+	bar.Stop()
 
-	r := loadReport{Producers: len(prodCls), Consumers: len(consCls), Partitions: nparts, ProduceErrors: nErr}
+	r := loadReport{Producers: len(prodCls), Consumers: len(consCls), Topics: len(topics), Partitions: nparts, ProduceErrors: nErr}
 	r.Produce = pm.Total(prodEnd)
 	moved := r.Produce.Bytes
 	if len(consCls) > 0 {
@@ -296,7 +350,7 @@ func printLoad(out perfOutput, r loadReport) error {
 		}{"load", r})
 	}
 	w := out.final
-	fmt.Fprintf(w, "load: %d producers, %d consumers, %d partitions\n", r.Producers, r.Consumers, r.Partitions)
+	fmt.Fprintf(w, "load: %d producers, %d consumers, %d topics, %d partitions\n", r.Producers, r.Consumers, r.Topics, r.Partitions)
 	fmt.Fprintf(w, "produce total: %s, %.3f s\n", r.Produce, r.Produce.Seconds)
 	if r.Consume != nil {
 		fmt.Fprintf(w, "consume total: %s, %.3f s\n", *r.Consume, r.Consume.Seconds)

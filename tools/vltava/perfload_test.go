@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestPerfLoad runs `perf load` with two producers and two consumers
@@ -37,6 +39,27 @@ func TestPerfLoad(t *testing.T) {
 	}
 	if got.BrokerCPUSecs == nil || *got.BrokerCPUSecs <= 0 || got.CPUSecsPerGiB == nil {
 		t.Errorf("perf load broker cpu = %v, per GiB %v: want the process's CPU time", got.BrokerCPUSecs, got.CPUSecsPerGiB)
+	}
+
+	// Spread over topics: 7 partitions over 3 topics (3+2+2), each
+	// written to and read.
+	out = cli(t, addr, "", "perf", "load", "spread", "--topics", "3", "--partitions", "7", "--producers", "2", "--consumers", "2",
+		"--duration", "500ms", "--record-size", "100", "--acks", "1", "--json")
+	got = loadReport{}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("perf load --topics 3 --json printed %q: %v", out, err)
+	}
+	if got.Topics != 3 || got.Partitions != 7 || got.ProduceErrors != 0 || got.Produce.Records == 0 ||
+		got.Consume == nil || got.Consume.Records != got.Produce.Records {
+		t.Errorf("perf load --topics 3 = %+v, want 3 topics, 7 partitions, every produced record consumed", got)
+	}
+	for i, want := range []int{3, 2, 2} {
+		if n := kfakePartitions(t, addr, fmt.Sprintf("spread-%d", i)); n != want {
+			t.Errorf("spread-%d has %d partitions, want %d", i, n, want)
+		}
+	}
+	if _, _, err := cliErr(t, addr, "", "perf", "load", "few", "--topics", "3", "--partitions", "2"); err == nil || !strings.Contains(err.Error(), "--topics") {
+		t.Errorf("perf load --topics 3 --partitions 2: err = %v", err)
 	}
 
 	out = cli(t, addr, "", "perf", "load", "load", "--producers", "1", "--consumers", "0", "--duration", "200ms", "--acks", "1")
@@ -68,4 +91,19 @@ func TestMetricsCPUSeconds(t *testing.T) {
 	if _, err := procCPUSeconds(1 << 30); err == nil {
 		t.Error("procCPUSeconds of a missing pid: no error")
 	}
+}
+
+// kfakePartitions is the partition count of topic (0 if unknown).
+func kfakePartitions(t *testing.T, addr, topic string) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	md, err := kadm.NewClient(cl).Metadata(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(md.Topics[topic].Partitions)
 }

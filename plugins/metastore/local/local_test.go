@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,6 +156,52 @@ func TestValueTooLarge(t *testing.T) {
 	_, err := s.Put(t.Context(), &sdk.PutRequest{Key: "k", Value: make([]byte, 9), ExpectVersion: sdk.AnyVersion})
 	if !errors.Is(err, sdk.ErrInvalidArgument) {
 		t.Fatalf("oversized value: err = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestLargeWriteFitsWatchBuffer: the watch buffer counts writes, so one
+// Txn of many more keys than the buffer (a topic of 10,000 partitions is
+// one write) reaches a watcher that keeps up, whole and in order.
+func TestLargeWriteFitsWatchBuffer(t *testing.T) {
+	ctx := t.Context()
+	s := openStore(t, filepath.Join(t.TempDir(), "meta.db"), Options{WatchBuffer: 3})
+	const writes, keys = 3, 100
+	// Two watchers share each write's events while the writes go on.
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for range 2 {
+		w, err := s.Watch(ctx, &sdk.WatchRequest{Prefix: "/p/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		wg.Go(func() {
+			for i := range writes * keys {
+				ev, err := w.Recv()
+				if err != nil {
+					errs <- fmt.Errorf("event %d: %w", i, err)
+					return
+				}
+				if want := fmt.Sprintf("/p/%d/%03d", i/keys, i%keys); ev.Key != want {
+					errs <- fmt.Errorf("event %d is %s, want %s", i, ev.Key, want)
+					return
+				}
+			}
+		})
+	}
+	for n := range writes {
+		var ops []sdk.Op
+		for i := range keys {
+			ops = append(ops, sdk.Op{Type: sdk.OpPut, Key: fmt.Sprintf("/p/%d/%03d", n, i), Value: []byte("v")})
+		}
+		if _, err := s.Txn(ctx, &sdk.TxnRequest{Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package raft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,9 +47,15 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 		// The transport's accept and read loops end with "use of closed
 		// network connection" on every clean shutdown: no news.
 		lvl = slog.LevelDebug
-	case lvl == slog.LevelError && argContains(args, "connection refused"):
-		// A peer that is down (stopped, restarting, killed): worth a
-		// warning, and hashicorp/raft repeats it with a backoff.
+	case lvl >= slog.LevelWarn && argContains(args, "transport shutdown"):
+		// This node's own transport closing under a request being read:
+		// its clean shutdown, no news either.
+		lvl = slog.LevelDebug
+	case lvl == slog.LevelError && (argContains(args, "connection refused") || argIsEOF(args)):
+		// A peer that is down (stopped, restarting, killed) or closed the
+		// connection as it stopped: worth a warning, and hashicorp/raft
+		// repeats it with a backoff. Peers stopped together (cluster up's
+		// Ctrl-C) see each other's connections end this way.
 		lvl = slog.LevelWarn
 	}
 	ctx := context.Background()
@@ -60,6 +67,17 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 		attrs = append(attrs, fmt.Sprint(args[i]), args[i+1])
 	}
 	s.log.Log(ctx, lvl, "hashicorp/raft: "+msg, attrs...)
+}
+
+// argIsEOF reports whether one of a raft log line's values is the error
+// io.EOF: the peer closed the connection.
+func argIsEOF(args []any) bool {
+	for i := 1; i < len(args); i += 2 {
+		if err, ok := args[i].(error); ok && errors.Is(err, io.EOF) {
+			return true
+		}
+	}
+	return false
 }
 
 // argContains reports whether one of a raft log line's values (an error

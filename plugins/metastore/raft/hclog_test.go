@@ -3,6 +3,7 @@ package raft
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -26,6 +27,17 @@ func TestClosedConnectionIsNoError(t *testing.T) {
 	sink.Accept("raft", hclog.Error, "failed to heartbeat to", "error", "dial tcp 127.0.0.1:1: connect: connection refused")
 	if got := buf.String(); !strings.Contains(got, "level=WARN") || strings.Contains(got, "level=ERROR") {
 		t.Errorf("an unreachable peer: %q, want a warning", got)
+	}
+	buf.Reset()
+	// Its own transport shutting down under a read: no news; a peer that
+	// closed the connection as it stopped: a warning.
+	sink.Accept("raft-net", hclog.Error, "failed to decode incoming command", "error", "transport shutdown")
+	if buf.Len() != 0 {
+		t.Errorf("the transport's own shutdown logged at info or above:\n%s", buf.String())
+	}
+	sink.Accept("raft", hclog.Error, "failed to heartbeat to", "error", io.EOF)
+	if got := buf.String(); !strings.Contains(got, "level=WARN") || strings.Contains(got, "level=ERROR") {
+		t.Errorf("a peer closing its connection: %q, want a warning", got)
 	}
 	buf.Reset()
 	sink.Accept("raft", hclog.Error, "failed to appendEntries", "error", "disk full")

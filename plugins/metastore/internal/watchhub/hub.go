@@ -3,7 +3,9 @@
 // past revision (or fail with sdk.ErrCompacted), and a fan-out of each
 // write's events to per-watcher buffered channels, where a watcher whose
 // buffer is full is ended with sdk.ErrWatchOverflow instead of blocking
-// the writer.
+// the writer. The buffer counts writes, not events: one write of many
+// keys (a topic with 10,000 partitions is one Txn) takes one place, so a
+// large write never ends a watcher that keeps up.
 //
 // Threading contract: a Hub has no lock of its own. It is guarded by the
 // owning store's mutex, passed to New, which is also the lock that orders
@@ -18,6 +20,7 @@ package watchhub
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -33,8 +36,8 @@ type Config struct {
 	// HistoryBytes caps the value bytes kept in the history; 0 means no
 	// byte bound.
 	HistoryBytes int
-	// Buffer is how many live events a watcher may lag before it is ended
-	// with sdk.ErrWatchOverflow.
+	// Buffer is how many live writes a watcher may lag before it is ended
+	// with sdk.ErrWatchOverflow (each write's events count once).
 	Buffer int
 	// Scope, if set, names where the history lives in sdk.ErrCompacted
 	// messages ("on this node").
@@ -89,7 +92,7 @@ func (h *Hub) OpenLocked(prefix string, after int64) (*Stream, error) {
 		prefix:  prefix,
 		after:   after,
 		backlog: h.hist.since(after, prefix),
-		ch:      make(chan *sdk.WatchEvent, h.cfg.Buffer),
+		ch:      make(chan []*sdk.WatchEvent, h.cfg.Buffer),
 		stopCh:  make(chan struct{}),
 	}
 	h.watchers[w] = struct{}{}
@@ -104,20 +107,31 @@ func (h *Hub) PublishLocked(events []*sdk.WatchEvent) {
 		h.hist.add(ev)
 	}
 	for w := range h.watchers {
-		for _, ev := range events {
-			if ev.Revision <= w.after || !strings.HasPrefix(ev.Key, w.prefix) {
-				continue
+		mine := events // shared when every event is for w
+		if slices.ContainsFunc(events, func(ev *sdk.WatchEvent) bool { return !w.wants(ev) }) {
+			mine = nil
+			for _, ev := range events {
+				if w.wants(ev) {
+					mine = append(mine, ev)
+				}
 			}
-			select {
-			case w.ch <- ev:
-				continue
-			default:
-			}
-			h.log.Warn(h.cfg.Name+": watcher fell behind; ending its stream", "prefix", w.prefix, "buffer", cap(w.ch))
-			h.endLocked(w, fmt.Errorf("%w: more than %d events behind", sdk.ErrWatchOverflow, cap(w.ch)))
-			break
 		}
+		if len(mine) == 0 {
+			continue
+		}
+		select {
+		case w.ch <- mine:
+			continue
+		default:
+		}
+		h.log.Warn(h.cfg.Name+": watcher fell behind; ending its stream", "prefix", w.prefix, "buffer", cap(w.ch))
+		h.endLocked(w, fmt.Errorf("%w: more than %d writes behind", sdk.ErrWatchOverflow, cap(w.ch)))
 	}
+}
+
+// wants reports whether ev is for w: above its start and under its prefix.
+func (w *Stream) wants(ev *sdk.WatchEvent) bool {
+	return ev.Revision > w.after && strings.HasPrefix(ev.Key, w.prefix)
 }
 
 // CompactLocked drops the history at and below rev. rev may be ahead of

@@ -10,9 +10,9 @@ import (
 
 // Stream is one watch: an sdk.WatchStream fed by its Hub.
 //
-// Live events go on ch without blocking; when ch is full the hub ends the
-// stream with sdk.ErrWatchOverflow, so a slow watcher never blocks writers
-// and holds at most Config.Buffer events.
+// Live events go on ch without blocking, one element per write; when ch
+// is full the hub ends the stream with sdk.ErrWatchOverflow, so a slow
+// watcher never blocks writers and holds at most Config.Buffer writes.
 type Stream struct {
 	h      *Hub
 	prefix string
@@ -20,11 +20,15 @@ type Stream struct {
 
 	// backlog holds the catch-up events from history; only Recv touches it.
 	backlog []*sdk.WatchEvent
+	// rest is what Recv has not returned yet of the live write it took
+	// last. The slice is shared with the hub and other watchers: it is
+	// only resliced, never written.
+	rest []*sdk.WatchEvent
 
-	// ch carries live events. Only the hub sends on it and closes it,
+	// ch carries live writes' events (shared, never modified). Only the hub sends on it and closes it,
 	// under the owner's mutex, after setting err. INVARIANT: ch is closed
 	// exactly when the stream has left h.watchers.
-	ch  chan *sdk.WatchEvent
+	ch  chan []*sdk.WatchEvent
 	err error
 
 	stopOnce sync.Once
@@ -57,12 +61,18 @@ func (w *Stream) Recv() (*sdk.WatchEvent, error) {
 		w.backlog = w.backlog[1:]
 		return cloneEvent(ev), nil
 	}
+	if len(w.rest) > 0 {
+		ev := w.rest[0]
+		w.rest = w.rest[1:]
+		return cloneEvent(ev), nil
+	}
 	select {
-	case ev, ok := <-w.ch:
+	case evs, ok := <-w.ch:
 		if !ok {
 			return nil, w.err
 		}
-		return cloneEvent(ev), nil
+		w.rest = evs[1:] // evs is never empty: the hub sends none
+		return cloneEvent(evs[0]), nil
 	case <-w.stopCh:
 		return nil, w.stopErr
 	}

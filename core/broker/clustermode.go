@@ -287,6 +287,11 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 		return // older than what we hold (our own ISR commit got here first)
 	}
 	switch {
+	case st.Leader == me && b.cl.node != nil && b.cl.node.Fenced():
+		// core/cluster gives a fenced broker no leadership; should a
+		// state naming it leader come anyway, it stays unled until
+		// ApplyFenced(false) re-applies the current view.
+		b.logger.Warn("broker: fenced: not leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch)
 	case st.Leader == me:
 		// The fetcher must be gone before the partition leads: Unfollow
 		// waits for a follower call in progress.

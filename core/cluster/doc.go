@@ -52,12 +52,20 @@
 // revision, so it acts on the controller's current decisions. If the
 // store says the session ended (a long pause, a store restart), the
 // broker stays fenced, registers with a new session, catches up, and
-// unfences. While fenced by a lapsed lease, the Applier is not told of
-// states that name the broker leader (it keeps following other leaders);
-// when that ends (a keep-alive succeeded, or the session expired and the
-// broker registers again) it is told every partition's current state. Kafka's brokers learn of their fencing from the metadata
-// they replay and from their lease; this rule bounds the time a deposed
-// leader accepts acks=1 writes that are lost.
+// unfences. While fenced, the Applier is not told of states that name the
+// broker leader (it keeps following other leaders); when that ends (a
+// keep-alive succeeded, or the session expired and the broker registered
+// again, and in both cases the view caught up with the store's current
+// revision) it is told every partition's current state. This holds for
+// an ended session too: a store can answer "session expired" before the
+// broker's watch has delivered the election that followed (a store
+// plugin resuming after a pause), and a broker that re-applied its view
+// then would lead again at the epoch it was deposed from, answering
+// Metadata as leader and serving reads up to a high watermark that can
+// no longer move (TestExpiredSessionGivesNoStaleLeadership). Kafka's
+// brokers learn of their fencing from the metadata they replay and from
+// their lease; this rule bounds the time a deposed leader accepts acks=1
+// writes that are lost.
 //
 // The store must honor context deadlines: the raft store bounds every
 // forwarded call, the plugin bridge carries deadlines over gRPC.

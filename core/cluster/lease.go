@@ -148,10 +148,13 @@ func (n *Node) reRegister(ctx context.Context, sess sdk.SessionID) bool {
 		return ctx.Err() == nil
 	}
 	n.log.Warn("cluster: session expired; the broker is fenced until it registers again", "session", sess)
-	n.setFenced(true)
-	// The controller has moved what it led: from here the broker follows
-	// the view as it always did while it registers again.
-	n.setWithhold(false)
+	// The controller may have moved what this broker led, but its view
+	// can still name it leader: the store may have answered the
+	// keep-alive before the watch caught up (a store plugin resuming
+	// after a pause). Leaderships stay withheld until the view has
+	// caught up with the store after registering; states that name other
+	// leaders still come, so the broker follows them meanwhile.
+	n.lapse()
 	for b := newBackoff(); ; {
 		err := n.register(ctx)
 		if err == nil {
@@ -169,6 +172,7 @@ func (n *Node) reRegister(ctx context.Context, sess sdk.SessionID) bool {
 		}
 	}
 	n.setFenced(false)
+	n.setWithhold(false)
 	return true
 }
 

@@ -124,10 +124,11 @@ type TopicApplier interface {
 // may move, or has moved, its leaderships away, so it must stop acting as
 // a leader (answer NOT_LEADER_OR_FOLLOWER) until ApplyFenced(false), which
 // comes once a keep-alive succeeds again (or it registered again) and its
-// view is current. While fenced by a lapsed lease, the Node makes no
-// ApplyPartition call that names this broker leader (others still come,
-// so it follows new leaders); when that ends it makes one for every
-// partition of the current view. Calls are serialized with the Applier's.
+// view is current. While fenced (a lapsed lease or an ended session), the
+// Node makes no ApplyPartition call that names this broker leader (others
+// still come, so it follows new leaders); when that ends it makes one for
+// every partition of the current view. Calls are serialized with the
+// Applier's.
 type FenceApplier interface {
 	ApplyFenced(fenced bool)
 }

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/vltava/vltava/conformance/checker"
 	"github.com/vltava/vltava/daemon/daemontest"
 	"github.com/vltava/vltava/plugins/metastore/etcd/etcdtest"
@@ -240,7 +243,10 @@ func TestStoreSessionLossFencesLeader(t *testing.T) {
 				t.Errorf("broker %d was fenced at %v, after broker %d started leading at %v: two leaders", leader, fencedAt, next, ledAt)
 			}
 			thaw()
-			waitISR(t, c, topic, 0, 3)
+			// Every broker, the thawed one included, must agree before
+			// the log is read: a broker answering from its view of before
+			// the freeze would name itself leader.
+			waitConverged(t, c, topic, 0, 3)
 			time.Sleep(500 * time.Millisecond)
 			stop()
 			<-done
@@ -342,4 +348,56 @@ func checkConformance(t *testing.T, topic string, log *ackLog, got map[int64]str
 		t.Errorf("conformance checker: %s: %s", a.Name, a.Detail)
 	}
 	t.Logf("conformance checker: %d sends, %d acknowledged, %d unknown, %d values read, anomalies %v", rep.Sends, rep.Acked, rep.Unknown, rep.Read, rep.Names())
+}
+
+// waitConverged waits until every running broker, asked itself, names the
+// same live leader and leader epoch for partition p, with an ISR of n
+// members and no error: the cluster agrees again (a broker answering
+// from a stale view, or one that is still fenced, does not count as
+// agreement). It returns the leader.
+func waitConverged(t *testing.T, c *daemontest.Cluster, topic string, p int32, n int) int32 {
+	t.Helper()
+	cl := clusterClient(t, c)
+	var leader int32
+	waitUntil(t, 60*time.Second, fmt.Sprintf("every broker agrees on %s/%d's leader with an ISR of %d", topic, p, n), func() error {
+		var first *kmsg.MetadataResponseTopicPartition
+		for _, b := range c.Brokers() {
+			if !b.Running() {
+				continue
+			}
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID())))
+			cancel()
+			if err != nil {
+				return fmt.Errorf("broker %d: %v", b.NodeID(), err)
+			}
+			if len(resp.Topics) != 1 || int(p) >= len(resp.Topics[0].Partitions) {
+				return fmt.Errorf("broker %d does not know %s/%d", b.NodeID(), topic, p)
+			}
+			mp := &resp.Topics[0].Partitions[p]
+			switch {
+			case mp.ErrorCode != 0:
+				return fmt.Errorf("broker %d: %v", b.NodeID(), kerr.ErrorForCode(mp.ErrorCode))
+			case mp.Leader < 0 || !c.Broker(mp.Leader).Running():
+				return fmt.Errorf("broker %d names leader %d", b.NodeID(), mp.Leader)
+			case len(mp.ISR) != n:
+				return fmt.Errorf("broker %d names ISR %v", b.NodeID(), mp.ISR)
+			case first == nil:
+				first = mp
+			case mp.Leader != first.Leader || mp.LeaderEpoch != first.LeaderEpoch:
+				return fmt.Errorf("brokers disagree: leader %d epoch %d vs leader %d epoch %d",
+					first.Leader, first.LeaderEpoch, mp.Leader, mp.LeaderEpoch)
+			}
+		}
+		if first == nil {
+			return errors.New("no broker answered")
+		}
+		leader = first.Leader
+		return nil
+	})
+	return leader
 }

@@ -36,6 +36,11 @@ func (b *Broker) isrLoop(ctx context.Context) {
 }
 
 func (b *Broker) checkPartitionISR(ctx context.Context, p *partition, now time.Time, lagMax time.Duration) {
+	if b.cl.node.StoreOutage() {
+		// An ISR change needs the store: through a whole-store outage
+		// the ISR stays as it is (a laggard holds the high watermark).
+		return
+	}
 	before := p.ISRSize()
 	prop, ok := p.CheckISR(now, lagMax)
 	if !ok {

@@ -103,8 +103,10 @@
 //     the ISR stays as it was, and metadata changes are refused with a
 //     retriable REQUEST_TIMED_OUT saying the store is unreachable
 //     (StoreUnreachable). Every TTL/10 (at least 100ms) it asks again;
-//     once a peer reaches the store (or can not be asked) it tries a
-//     keep-alive of its own and, if that fails too, fences itself. A
+//     once a peer reaches the store (or does not answer two rounds in a
+//     row: one slow answer on a loaded machine is forgiven, once) it
+//     tries a keep-alive of its own and, if that fails too, fences
+//     itself. A
 //     keep-alive that succeeds ends the outage: the session lived on (etcd
 //     extends leases when it comes back, the ZooKeeper store restarts its
 //     local TTLs when its client gets its ZooKeeper session back, raft's
@@ -125,7 +127,8 @@
 // store returns the sessions live on and nothing is elected either. (3)
 // The store comes back for others but not for this broker while it leads
 // through an outage: it learns of it at its next round of asking, within
-// TTL/10 plus one budget; should its session expire and the controller
+// TTL/10 plus one budget (two rounds if that peer was slow to answer the
+// round before); should its session expire and the controller
 // elect a successor before that, the successor was in the ISR, stops
 // fetching from it once it leads, and the old leader's high watermark can
 // then not move: it acknowledges no acks=all write the successor lacks

@@ -50,6 +50,7 @@ func (n *Node) keepSession(ctx context.Context) {
 		askedFrom  time.Time // peers were asked for the lease that started at askedFrom ...
 		storeDown  bool      // ... and answered that none of them reaches the store
 		recheck    time.Time // in outage mode: next round of asking
+		silent     int       // in outage mode: rounds in a row in which a peer did not answer
 	)
 	for {
 		select {
@@ -77,7 +78,7 @@ func (n *Node) keepSession(ctx context.Context) {
 				n.log.Warn("cluster: no broker reaches the metadata store: leading on through the outage; metadata changes are refused until it answers",
 					"session", sess, "since", now.Sub(from).Round(time.Millisecond), "session_timeout", ttl)
 				n.setOutage(true)
-				outage, recheck = true, now.Add(outageRecheck(ttl))
+				outage, recheck, silent = true, now.Add(outageRecheck(ttl)), 0
 			} else {
 				n.log.Warn("cluster: no successful keep-alive within the session timeout; the broker is fenced until one succeeds",
 					"session", sess, "since", now.Sub(from).Round(time.Millisecond), "session_timeout", ttl)
@@ -86,7 +87,17 @@ func (n *Node) keepSession(ctx context.Context) {
 			}
 		}
 		if outage && !now.Before(recheck) {
-			if !n.wholeStoreDown(ctx) {
+			// A peer that does not answer once (a loaded machine) gets
+			// a second round before it counts: it may be the one that
+			// reaches the store, so never more than one.
+			v := n.askPeers(ctx)
+			if v == unanswered {
+				silent++
+			} else {
+				silent = 0
+			}
+			if v == peerCanAsk || silent >= 2 {
+				silent = 0
 				// A peer reaches the store (or can not be asked): so may
 				// this broker by now; if not, it is the one cut off.
 				sent := time.Now()

@@ -75,14 +75,26 @@ func (n *Node) StoreOutage() bool {
 	return n.outage
 }
 
+// peerVerdict is the outcome of one round of asking the peers.
+type peerVerdict uint8
+
+const (
+	storeDown  peerVerdict = iota // every peer answered; none reaches the store
+	peerCanAsk                    // some peer reaches the store, or there is no peer to ask
+	unanswered                    // no peer reaches the store, but some did not answer
+)
+
 // wholeStoreDown asks every other registered broker of the view whether
 // it reaches the store, within askBudget. It is true only if there is at
 // least one peer, every peer answered, and none reaches the store: a peer
 // that can not be reached may be the one that does, and a broker alone
 // can not tell an outage from being cut off.
-func (n *Node) wholeStoreDown(ctx context.Context) bool {
+func (n *Node) wholeStoreDown(ctx context.Context) bool { return n.askPeers(ctx) == storeDown }
+
+// askPeers runs one round of asking (see wholeStoreDown).
+func (n *Node) askPeers(ctx context.Context) peerVerdict {
 	if n.cfg.AskPeers == nil {
-		return false
+		return peerCanAsk
 	}
 	var peers []BrokerInfo
 	for _, b := range n.snapshot().liveBrokers() {
@@ -91,20 +103,24 @@ func (n *Node) wholeStoreDown(ctx context.Context) bool {
 		}
 	}
 	if len(peers) == 0 {
-		return false
+		return peerCanAsk
 	}
 	actx, cancel := context.WithTimeout(ctx, askBudget(n.cfg.SessionTTL))
 	defer cancel()
 	answers := n.cfg.AskPeers(actx, peers)
+	v := storeDown
 	for _, p := range peers {
 		a := answers[p.ID]
-		if !a.Answered || a.Reaches {
-			n.log.Info("cluster: a peer reaches the metadata store or can not be asked", "peer", p.ID,
-				"answered", a.Answered, "reaches", a.Reaches)
-			return false
+		switch {
+		case a.Reaches:
+			n.log.Info("cluster: a peer reaches the metadata store", "peer", p.ID)
+			return peerCanAsk
+		case !a.Answered:
+			n.log.Info("cluster: a peer could not be asked whether it reaches the metadata store", "peer", p.ID)
+			v = unanswered
 		}
 	}
-	return true
+	return v
 }
 
 // setOutage enters or leaves outage mode.

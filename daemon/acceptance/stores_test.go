@@ -346,13 +346,16 @@ func TestStoreOutage(t *testing.T) {
 
 			restart.Restart(0)
 			restarted = true
-			t.Logf("%s back after %v", store, time.Since(down).Round(time.Millisecond))
+			back := time.Now()
+			t.Logf("%s back after %v", store, back.Sub(down).Round(time.Millisecond))
 			if l := waitConverged(t, c, topic, 0, 3); l != leader {
 				t.Errorf("broker %d leads after the outage, broker %d before: a leader was elected", l, leader)
 			}
+			t.Logf("every broker agrees %v after the store came back", time.Since(back).Round(time.Millisecond))
 			if e := leaderEpochOf(t, c, topic); e != before {
 				t.Errorf("leader epoch %d after the outage, was %d", e, before)
 			}
+			created := time.Now()
 			waitUntil(t, 30*time.Second, "a topic created after the outage", func() error {
 				resp, err := adm.CreateTopic(testCtx(t, 10*time.Second), 1, 3, nil, "after-outage")
 				if err == nil {
@@ -363,6 +366,8 @@ func TestStoreOutage(t *testing.T) {
 				}
 				return err
 			})
+			t.Logf("a topic was created %v after the store came back (%v of trying)", time.Since(back).Round(time.Millisecond),
+				time.Since(created).Round(time.Millisecond))
 			time.Sleep(time.Second)
 			stop()
 			<-done

@@ -33,7 +33,8 @@ import (
 type clusterState struct {
 	node     *cluster.Node
 	fetchers *replica.Fetchers
-	peers    *peerAsker // asks peers whether they reach the store (63_broker_heartbeat.go)
+	peers    *peerAsker  // asks peers whether they reach the store (63_broker_heartbeat.go)
+	fenced   atomic.Bool // as the last ApplyFenced said (read by applyPartition, which node may not be set for yet)
 	cancel   context.CancelFunc
 	live     atomic.Pointer[[]cluster.BrokerInfo]
 }
@@ -243,6 +244,7 @@ func (a clusterApplier) ApplyBrokers(live []cluster.BrokerInfo) {
 // re-applies every partition's current state.
 func (a clusterApplier) ApplyFenced(fenced bool) {
 	b := a.b
+	b.cl.fenced.Store(fenced)
 	if fenced {
 		b.logger.Warn("broker: fenced (session lost): no longer leading any partition")
 		for _, p := range b.meta.Load().allPartitions() {
@@ -311,7 +313,7 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 		return // older than what we hold (our own ISR commit got here first)
 	}
 	switch {
-	case st.Leader == me && b.cl.node != nil && b.cl.node.Fenced():
+	case st.Leader == me && b.cl.fenced.Load():
 		// core/cluster gives a fenced broker no leadership; should a
 		// state naming it leader come anyway, it stays unled until
 		// ApplyFenced(false) re-applies the current view.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	part "github.com/vltava/vltava/core/partition"
 	"github.com/vltava/vltava/core/wire"
 )
 
@@ -97,7 +99,15 @@ func (b *Broker) metadataTopic(t *topic, name string) kmsg.MetadataResponseTopic
 	for _, p := range t.partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.index
-		v := p.State().View
+		st := p.State()
+		v := st.View
+		if v.Leader == b.cfg.NodeID && st.Role != part.Leader {
+			// Named leader but not leading: fenced (its store session
+			// lapsed or ended; the controller may have moved the
+			// partition already). Claiming it would send clients here
+			// for a leadership this broker does not hold.
+			v.Leader = -1
+		}
 		mp.Leader, mp.LeaderEpoch = v.Leader, v.LeaderEpoch
 		mp.Replicas, mp.ISR = v.Replicas, v.ISR
 		if mp.Replicas == nil {

@@ -52,6 +52,9 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	for _, a := range rt.Assignment {
 		assignment = append(assignment, a.Replicas)
 	}
+	if code, msg, ok := b.storeUnreachable(); ok {
+		return code, msg
+	}
 	ct, err := b.cl.node.CreatePartitions(ctx, rt.Topic, rt.Count, assignment, validateOnly)
 	if err != nil {
 		return clusterErrorCode(err), err.Error()

@@ -44,6 +44,11 @@ func handleElectLeaders(b *Broker, ctx context.Context, req *wire.Request) (*wir
 		}
 	}
 	all := r.Topics == nil
+	if code, msg, ok := b.storeUnreachable(); ok {
+		resp.ErrorCode = code
+		b.logger.Info("broker: ElectLeaders refused", "reason", msg)
+		return reply(resp)
+	}
 	results := map[cluster.TopicPartition]error{}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 1000))*time.Millisecond)
 	results = b.cl.node.ElectLeaders(cctx, preferred, parts...)

@@ -28,6 +28,10 @@ func handleAlterPartitionReassignments(b *Broker, ctx context.Context, req *wire
 			targets[cluster.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.Replicas
 		}
 	}
+	if code, msg, ok := b.storeUnreachable(); ok {
+		resp.ErrorCode, resp.ErrorMessage = code, kmsg.StringPtr(msg)
+		return reply(resp)
+	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 1000))*time.Millisecond)
 	results := b.cl.node.AlterReassignments(cctx, targets)
 	cancel()

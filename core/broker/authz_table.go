@@ -77,7 +77,8 @@ var authzTable = map[int16]authzRule{
 	49: {rtCluster, opAlterConfigs, onCluster(opAlterConfigs)},
 	50: {rtCluster, opDescribe, onCluster(opDescribe)},
 	51: {rtCluster, opAlter, onCluster(opAlter)},
-	60: {rtCluster, opDescribe, checkDescribeCluster}, // refuses nothing; computes authorized operations
+	60: {rtCluster, opDescribe, checkDescribeCluster},            // refuses nothing; computes authorized operations
+	63: {rtCluster, opClusterAction, onCluster(opClusterAction)}, // broker to broker: "do you reach the store?"
 	61: {rtTopic, opRead, onEveryTopic(opRead, func(r kmsg.Request) []string { // DescribeProducers
 		var ts []string
 		for _, t := range r.(*kmsg.DescribeProducersRequest).Topics {

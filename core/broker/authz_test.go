@@ -486,6 +486,12 @@ func authzCases() []authzCase {
 				r.Markers = append(r.Markers, m)
 				return r
 			}},
+		{key: 63, name: "BrokerHeartbeat", code: errClusterAuthz, grant: []acl.Binding{clusterACL("", opClusterAction)},
+			req: func(e *authzEnv) kmsg.Request {
+				r := kmsg.NewPtrBrokerHeartbeatRequest()
+				r.BrokerID, r.BrokerEpoch = 99, -1
+				return r
+			}},
 		{key: 61, name: "DescribeProducers", code: errTopicAuthz, grant: []acl.Binding{topicACL("", opRead)},
 			req: func(e *authzEnv) kmsg.Request {
 				r := kmsg.NewPtrDescribeProducersRequest()

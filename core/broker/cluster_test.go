@@ -26,18 +26,32 @@ import (
 type inProcCluster struct {
 	t     *testing.T
 	store sdk.MetadataStore
-	mu    sync.Mutex
-	cfgs  map[int32]config.Broker
-	bs    map[int32]*Broker
+	// stores[id], if set, is the store broker id uses (a wrapper of store).
+	stores map[int32]sdk.MetadataStore
+	mu     sync.Mutex
+	cfgs   map[int32]config.Broker
+	bs     map[int32]*Broker
 }
 
 func startInProcCluster(t *testing.T, n int, edit ...func(*config.Broker)) *inProcCluster {
+	t.Helper()
+	return startInProcClusterWrapped(t, n, nil, edit...)
+}
+
+// startInProcClusterWrapped is startInProcCluster where wrap (if not
+// nil) gives each broker the store it uses, given the shared one.
+func startInProcClusterWrapped(t *testing.T, n int, wrap func(id int32, s sdk.MetadataStore) sdk.MetadataStore, edit ...func(*config.Broker)) *inProcCluster {
 	t.Helper()
 	s, err := local.Open(filepath.Join(t.TempDir(), "meta.db"), local.Options{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &inProcCluster{t: t, store: s, cfgs: map[int32]config.Broker{}, bs: map[int32]*Broker{}}
+	c := &inProcCluster{t: t, store: s, stores: map[int32]sdk.MetadataStore{}, cfgs: map[int32]config.Broker{}, bs: map[int32]*Broker{}}
+	if wrap != nil {
+		for id := int32(1); id <= int32(n); id++ {
+			c.stores[id] = wrap(id, s)
+		}
+	}
 	t.Cleanup(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -86,7 +100,11 @@ func testLogger() *slog.Logger {
 // start starts (or restarts, on the same log directory) broker id.
 func (c *inProcCluster) start(id int32) *Broker {
 	c.t.Helper()
-	b, err := New(c.cfgs[id], Options{Logger: testLogger(), Store: c.store, Cluster: true})
+	store := c.store
+	if w := c.stores[id]; w != nil {
+		store = w
+	}
+	b, err := New(c.cfgs[id], Options{Logger: testLogger(), Store: store, Cluster: true})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -63,6 +63,9 @@ func (b *Broker) applyTopicRecord(ct cluster.Topic) error {
 // the cluster, then published here at once (the watcher's ApplyTopic
 // for the same version is then a no-op).
 func (b *Broker) alterClusterTopicConfigs(ctx context.Context, name string, edit func(cur map[string]string) (map[string]string, errorCode, string)) (errorCode, string) {
+	if code, msg, ok := b.storeUnreachable(); ok {
+		return code, msg
+	}
 	var code errorCode
 	var msg string
 	ct, err := b.cl.node.AlterTopicConfigs(ctx, name, func(cur map[string]string) (map[string]string, error) {

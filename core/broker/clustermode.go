@@ -33,6 +33,8 @@ import (
 type clusterState struct {
 	node     *cluster.Node
 	fetchers *replica.Fetchers
+	peers    *peerAsker  // asks peers whether they reach the store (63_broker_heartbeat.go)
+	fenced   atomic.Bool // as the last ApplyFenced said (read by applyPartition, which node may not be set for yet)
 	cancel   context.CancelFunc
 	live     atomic.Pointer[[]cluster.BrokerInfo]
 }
@@ -86,7 +88,7 @@ func (b *Broker) startCluster() error {
 		ibTLS, ibSASL = nil, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cs := &clusterState{cancel: cancel}
+	cs := &clusterState{cancel: cancel, peers: &peerAsker{b: b}}
 	cs.live.Store(&[]cluster.BrokerInfo{})
 	cs.fetchers = replica.NewFetchers(replica.Config{
 		ReplicaID:         b.cfg.NodeID,
@@ -101,6 +103,10 @@ func (b *Broker) startCluster() error {
 	})
 	b.cl = cs
 	host, port := b.advertised()
+	var askPeers func(context.Context, []cluster.BrokerInfo) map[int32]cluster.PeerAnswer
+	if !b.alone() {
+		askPeers = cs.peers.ask
+	}
 	node, err := cluster.Start(ctx, b.store, cluster.Config{
 		NodeID:                   b.cfg.NodeID,
 		Host:                     host,
@@ -112,6 +118,7 @@ func (b *Broker) startCluster() error {
 		UncleanLeaderElection:    b.cfg.UncleanLeaderElectionEnable,
 		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
 		DefaultPartitions:        b.cfg.NumPartitions,
+		AskPeers:                 askPeers,
 		Logger:                   b.logger,
 	}, clusterApplier{b})
 	if err != nil {
@@ -149,6 +156,7 @@ func (b *Broker) stopCluster() error {
 		errs = append(errs, cs.node.Close())
 	}
 	cs.fetchers.Close()
+	cs.peers.close()
 	return errors.Join(errs...)
 }
 
@@ -171,6 +179,23 @@ func (b *Broker) controllerID() int32 {
 		return -1 // still joining
 	}
 	return b.cl.node.ControllerID()
+}
+
+// storeUnreachable refuses a metadata change while this broker's lease on
+// the metadata store has lapsed (a whole-store outage it leads through, or
+// fenced): REQUEST_TIMED_OUT, retriable, which a Kafka broker answers when
+// it cannot reach its controller, with a message that says why, at once
+// rather than after the store's request timeout.
+func (b *Broker) storeUnreachable() (errorCode, string, bool) {
+	n := b.cl.node
+	if n == nil || !n.StoreUnreachable() {
+		return 0, "", false
+	}
+	msg := "the metadata store is unreachable: metadata changes are refused until it answers again; retry"
+	if !n.StoreOutage() {
+		msg = "this broker cannot reach the metadata store (it is fenced until it can); retry, or ask another broker"
+	}
+	return kerr.RequestTimedOut.Code, msg, true
 }
 
 // registered reports whether this broker is registered and not fenced,
@@ -221,6 +246,7 @@ func (a clusterApplier) ApplyBrokers(live []cluster.BrokerInfo) {
 // re-applies every partition's current state.
 func (a clusterApplier) ApplyFenced(fenced bool) {
 	b := a.b
+	b.cl.fenced.Store(fenced)
 	if fenced {
 		b.logger.Warn("broker: fenced (session lost): no longer leading any partition")
 		for _, p := range b.meta.Load().allPartitions() {
@@ -292,6 +318,11 @@ func (b *Broker) applyPartition(topic string, index int32, st cluster.PartitionS
 		return // older than what we hold (our own ISR commit got here first)
 	}
 	switch {
+	case st.Leader == me && b.cl.fenced.Load():
+		// core/cluster gives a fenced broker no leadership; should a
+		// state naming it leader come anyway, it stays unled until
+		// ApplyFenced(false) re-applies the current view.
+		b.logger.Warn("broker: fenced: not leading", "partition", p.String(), "leader_epoch", st.LeaderEpoch)
 	case st.Leader == me:
 		// The fetcher must be gone before the partition leads: Unfollow
 		// waits for a follower call in progress.
@@ -394,6 +425,9 @@ func (b *Broker) refreshTopic(ctx context.Context, name string) error {
 // controller's placement, or assignment), then opens it here; the other
 // brokers open it when its partition states reach them. metaMu is held.
 func (b *Broker) createClusterTopicLocked(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (*topic, errorCode, string) {
+	if code, msg, ok := b.storeUnreachable(); ok {
+		return nil, code, msg
+	}
 	if !b.registered() {
 		// The store lost this broker's session (a store restart, a long
 		// pause): until it has registered again it counts no live broker,

@@ -73,6 +73,7 @@ func init() {
 		{51, "AlterUserScramCredentials", 0, 0, handleAlterUserSCRAMCredentials},
 		{60, "DescribeCluster", 0, 1, handleDescribeCluster},
 		{61, "DescribeProducers", 0, 0, handleDescribeProducers},
+		{63, "BrokerHeartbeat", 0, 2, handleBrokerHeartbeat},
 		{65, "DescribeTransactions", 0, 0, handleDescribeTransactions},
 		{66, "ListTransactions", 0, 1, handleListTransactions},
 		{68, "ConsumerGroupHeartbeat", 0, 1, handleConsumerGroupHeartbeat},

@@ -301,6 +301,9 @@ func (b *Broker) deleteTopic(ctx context.Context, t *topic) (errorCode, string) 
 	}
 	// The cluster removes the keys; every broker (this one included)
 	// drops its replicas in ApplyTopicDeleted.
+	if code, msg, ok := b.storeUnreachable(); ok {
+		return code, msg
+	}
 	b.metaMu.Unlock()
 	defer b.metaMu.Lock()
 	if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil {

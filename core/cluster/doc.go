@@ -40,7 +40,9 @@
 // heartbeat lease lapsed: the lease runs from the moment the last
 // successful grant or keep-alive was SENT, and once TTL minus a margin
 // (TTL/20, at least 100ms) has passed without another success the Node
-// tells a FenceApplier to stop leading, whatever the network does. Every
+// tells a FenceApplier to stop leading, whatever the network does, unless
+// its peers say that none of them reaches the store either (see "When the
+// whole store is down"). Every
 // keep-alive carries a deadline (the next keep-alive's time, never past
 // the lease's end), so a quorum whose packets are silently dropped can
 // not hold the keeper. The store starts the session's deadline when the
@@ -52,15 +54,87 @@
 // revision, so it acts on the controller's current decisions. If the
 // store says the session ended (a long pause, a store restart), the
 // broker stays fenced, registers with a new session, catches up, and
-// unfences. While fenced by a lapsed lease, the Applier is not told of
-// states that name the broker leader (it keeps following other leaders);
-// when that ends (a keep-alive succeeded, or the session expired and the
-// broker registers again) it is told every partition's current state. Kafka's brokers learn of their fencing from the metadata
-// they replay and from their lease; this rule bounds the time a deposed
-// leader accepts acks=1 writes that are lost.
+// unfences. While fenced, the Applier is not told of states that name the
+// broker leader (it keeps following other leaders); when that ends (a
+// keep-alive succeeded, or the session expired and the broker registered
+// again, and in both cases the view caught up with the store's current
+// revision) it is told every partition's current state. This holds for
+// an ended session too: a store can answer "session expired" before the
+// broker's watch has delivered the election that followed (a store
+// plugin resuming after a pause), and a broker that re-applied its view
+// then would lead again at the epoch it was deposed from, answering
+// Metadata as leader and serving reads up to a high watermark that can
+// no longer move (TestExpiredSessionGivesNoStaleLeadership). Kafka's
+// brokers learn of their fencing from the metadata they replay and from
+// their lease; this rule bounds the time a deposed leader accepts acks=1
+// writes that are lost.
 //
 // The store must honor context deadlines: the raft store bounds every
 // forwarded call, the plugin bridge carries deadlines over gRPC.
+//
+// # When the whole store is down
+//
+// A lapsed lease does not tell a broker whether it alone is cut off from
+// the store (then the controller will move its leaderships once its
+// session expires, and it must stop leading first) or nobody reaches the
+// store (then nobody can elect anyone: the controller acts through the
+// store, and a broker learns of a leadership only from it). With
+// Config.AskPeers (core/broker answers over the inter-broker listener,
+// BrokerHeartbeat), a broker whose keep-alives fail asks every other
+// registered broker of its view, a little more than one ask budget
+// (TTL/8, at least 100ms) before its lease lapses, whether it reaches the
+// store. A peer says yes if its own last keep-alive succeeded less than
+// 0.42 TTL ago (keep-alives succeed every TTL/3 while the store answers,
+// and in a whole-store outage the peer's last success is about TTL/2 old
+// or more by then, whatever the phases of the two brokers' keep-alives),
+// no if its keep-alives fail since and the latest failed within two
+// budgets and a retry, else if it reads the store's current revision
+// within half a budget. So a slow read on a loaded machine does not make
+// a store that answers the peer's keep-alives look down, and a peer that
+// leads through the outage answers at once.
+//
+//   - Some peer reaches the store, or some peer can not be asked (it may
+//     be the one that reaches it: a partition that leaves the store and a
+//     peer on the other side), or there is no peer: the broker fences
+//     itself when its lease lapses, as before.
+//   - Every peer answered and none reaches the store: the broker leads on
+//     (outage mode, StoreOutage). Its partitions keep serving produce and
+//     fetch; its ISR changes are not attempted (they need the store), so
+//     the ISR stays as it was, and metadata changes are refused with a
+//     retriable REQUEST_TIMED_OUT saying the store is unreachable
+//     (StoreUnreachable). Every TTL/10 (at least 100ms) it asks again;
+//     once a peer reaches the store (or does not answer two rounds in a
+//     row: one slow answer on a loaded machine is forgiven, once) it
+//     tries a keep-alive of its own and, if that fails too, fences
+//     itself. A
+//     keep-alive that succeeds ends the outage: the session lived on (etcd
+//     extends leases when it comes back, the ZooKeeper store restarts its
+//     local TTLs when its client gets its ZooKeeper session back, raft's
+//     new leader grants every session a fresh TTL). A store that ended the
+//     session sends the broker through re-registration, fenced.
+//
+// Why no acknowledged acks=all write is lost, case by case: a write is
+// acknowledged once the high watermark passes it, that is once every
+// member of the ISR the leader uses has it, and that ISR is never smaller
+// than the one in the store (ISR changes go through the store, and a
+// proposal whose outcome is unknown stays in it: core/replica,
+// LeaderState). A new leader is only elected from the store's ISR, so it
+// has every acknowledged write, and it truncates nothing below its own
+// log end (KIP-101). (1) The broker alone is cut off: it fences itself
+// before its session can expire, so it acknowledges nothing once another
+// leader can exist. (2) Nobody reaches the store: nobody is elected, the
+// leaders go on acknowledging what their whole ISR has, and when the
+// store returns the sessions live on and nothing is elected either. (3)
+// The store comes back for others but not for this broker while it leads
+// through an outage: it learns of it at its next round of asking, within
+// TTL/10 plus one budget (two rounds if that peer was slow to answer the
+// round before); should its session expire and the controller
+// elect a successor before that, the successor was in the ISR, stops
+// fetching from it once it leads, and the old leader's high watermark can
+// then not move: it acknowledges no acks=all write the successor lacks
+// (acks=1 writes in that window can be lost, as Kafka allows). The peer
+// set is the registered brokers of the broker's view: a broker registered
+// since it last heard from the store is not asked.
 //
 // # Ending a dead broker's session
 //
@@ -179,7 +253,8 @@
 // # Goroutines
 //
 // Start starts five, all stopped and waited for by Close: the session
-// keeper, the watcher (plus one pump per watch stream, which the watcher
+// keeper (which also asks the peers, through Config.AskPeers, on its own
+// goroutine), the watcher (plus one pump per watch stream, which the watcher
 // stops and waits for when the stream ends), the controller candidacy,
 // which runs the controller loop while elected, the suspicion answerer,
 // and the peer watch (watchPeers, plus one goroutine per watched

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -190,4 +191,65 @@ func TestFencedBrokerTakesNoLeadership(t *testing.T) {
 		st, ok := c.rec(3).state(tp)
 		return !c.node(3).Fenced() && ok && st.Leader == 3
 	})
+}
+
+// The acknowledged writes "lost" in TestStoreSessionLossFencesLeader
+// (daemon/acceptance, 1 run in 8): the leader's store plugin is frozen,
+// the broker fences itself, the session expires and another broker
+// leads at a newer epoch. When the plugin resumes, the first answer the
+// broker gets is "session expired", while its view still holds the old
+// state naming it leader. Before the fix the broker then re-applied that
+// stale view and led again at the old epoch, fenced as it was: clients
+// that asked it were told it led, read up to its stuck high watermark
+// and missed what the real leader acknowledged since. A broker whose
+// session ended must be given no leadership until it registered again
+// and its view caught up with the store.
+func TestExpiredSessionGivesNoStaleLeadership(t *testing.T) {
+	s := openLocal(t)
+	frozen := &frozenStore{flakyStore: flakyStore{MetadataStore: s}}
+	c := newTestCluster(t, map[int32]sdk.MetadataStore{1: s, 2: s, 3: frozen})
+	c.tune = func(cfg *Config) { cfg.SessionTTL = time.Second }
+	for id := int32(1); id <= 3; id++ {
+		c.start(id)
+	}
+	c.waitController()
+	eventually(t, "every node sees every broker", func() bool { return len(c.node(1).Brokers()) == 3 })
+	if _, err := c.node(1).CreateTopic(ctxT(t), "z", 1, 3, [][]int32{{3, 1, 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{"z", 0}
+	old := c.partition(tp, "led by broker 3", func(st PartitionState, _ []int32) bool { return st.Leader == 3 })
+
+	frozen.freeze()
+	eventually(t, "broker 3 fenced", func() bool { return c.rec(3).isFenced() })
+	eventually(t, "the controller moved z-0 away from broker 3", func() bool {
+		st, _, ok := c.node(1).Partition("z", 0)
+		return ok && st.Leader != 3 && st.LeaderEpoch > old.LeaderEpoch
+	})
+	if st, _, _ := c.node(3).Partition("z", 0); st.Leader != 3 || st.LeaderEpoch != old.LeaderEpoch {
+		t.Fatalf("broker 3's view moved while frozen: %+v", st)
+	}
+	mark := len(c.rec(3).lines(""))
+
+	// The keep-alive answers first: the session is gone.
+	frozen.thawKeepAlive()
+	eventually(t, "broker 3 learned its session expired", func() bool { return !c.node(3).SessionLive() })
+	time.Sleep(300 * time.Millisecond)
+	frozen.thaw()
+	eventually(t, "broker 3 registered again and unfenced", func() bool {
+		return c.node(3).SessionLive() && !c.node(3).Fenced() && !c.rec(3).isFenced()
+	})
+	cur := c.partition(tp, "led by another broker", func(st PartitionState, _ []int32) bool {
+		return st.Leader != NoLeader && st.Leader != 3
+	})
+	for _, l := range c.rec(3).lines("")[mark:] {
+		if l == fmt.Sprintf("%s leader e%d", tp, old.LeaderEpoch) {
+			t.Errorf("broker 3, its session expired, was made leader of %s again at the old epoch %d (the controller elected %d at epoch %d); calls since the thaw: %q",
+				tp, old.LeaderEpoch, cur.Leader, cur.LeaderEpoch, c.rec(3).lines("")[mark:])
+			break
+		}
+	}
+	if st, ok := c.rec(3).state(tp); !ok || st.Leader != cur.Leader || st.LeaderEpoch != cur.LeaderEpoch {
+		t.Errorf("broker 3 was last given %+v, want leader %d at epoch %d", st, cur.Leader, cur.LeaderEpoch)
+	}
 }

@@ -391,3 +391,86 @@ func (s *flakyStream) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	return s.WatchStream.Close()
 }
+
+// frozenStore wraps a store to stand for a metadata store plugin process
+// that is stopped (SIGSTOP) and then resumes: while frozen every call
+// fails with ErrUnavailable and watch streams deliver nothing; thawing
+// the keep-alives alone (thawKeepAlive) lets the broker learn that its
+// session expired while its view still lags, as a resumed plugin answers
+// the queued keep-alive before its watch has caught up.
+type frozenStore struct {
+	flakyStore
+	frozen atomic.Bool // every call but KeepAlive fails
+	noKA   atomic.Bool // KeepAlive fails
+}
+
+func (f *frozenStore) freeze() {
+	f.frozen.Store(true)
+	f.noKA.Store(true)
+	f.stall.Store(true)
+}
+
+func (f *frozenStore) thawKeepAlive() { f.noKA.Store(false) }
+
+func (f *frozenStore) thaw() {
+	f.noKA.Store(false)
+	f.frozen.Store(false)
+	f.stall.Store(false)
+	f.breakWatches()
+}
+
+func (f *frozenStore) KeepAlive(ctx context.Context, req *sdk.KeepAliveRequest) (*sdk.KeepAliveResponse, error) {
+	if f.noKA.Load() {
+		return nil, sdk.ErrUnavailable
+	}
+	return f.MetadataStore.KeepAlive(ctx, req)
+}
+
+func (f *frozenStore) Get(ctx context.Context, req *sdk.GetRequest) (*sdk.GetResponse, error) {
+	if f.frozen.Load() {
+		return nil, sdk.ErrUnavailable
+	}
+	return f.MetadataStore.Get(ctx, req)
+}
+
+func (f *frozenStore) List(ctx context.Context, req *sdk.ListRequest) (*sdk.ListResponse, error) {
+	if f.frozen.Load() {
+		return nil, sdk.ErrUnavailable
+	}
+	return f.MetadataStore.List(ctx, req)
+}
+
+func (f *frozenStore) Put(ctx context.Context, req *sdk.PutRequest) (*sdk.PutResponse, error) {
+	if f.frozen.Load() {
+		return nil, sdk.ErrUnavailable
+	}
+	return f.MetadataStore.Put(ctx, req)
+}
+
+func (f *frozenStore) Txn(ctx context.Context, req *sdk.TxnRequest) (*sdk.TxnResponse, error) {
+	if f.frozen.Load() {
+		return nil, sdk.ErrUnavailable
+	}
+	return f.MetadataStore.Txn(ctx, req)
+}
+
+func (f *frozenStore) GrantSession(ctx context.Context, req *sdk.GrantSessionRequest) (*sdk.GrantSessionResponse, error) {
+	if f.frozen.Load() {
+		return nil, sdk.ErrUnavailable
+	}
+	return f.MetadataStore.GrantSession(ctx, req)
+}
+
+func (f *frozenStore) Watch(ctx context.Context, req *sdk.WatchRequest) (sdk.WatchStream, error) {
+	if f.frozen.Load() {
+		return nil, sdk.ErrUnavailable
+	}
+	return f.flakyStore.Watch(ctx, req)
+}
+
+func (f *frozenStore) Delete(ctx context.Context, req *sdk.DeleteRequest) (*sdk.DeleteResponse, error) {
+	if f.frozen.Load() {
+		return nil, sdk.ErrUnavailable
+	}
+	return f.MetadataStore.Delete(ctx, req)
+}

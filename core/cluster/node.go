@@ -56,6 +56,15 @@ type Config struct {
 	// broker binds before Start and keeps until Close unless it is set.
 	NoDeadBrokerProbe bool
 
+	// AskPeers, if set, asks each of peers (the other registered
+	// brokers) whether it reaches the metadata store now, within ctx, and
+	// returns their answers by ID (a missing one counts as unreachable).
+	// A broker whose keep-alives fail asks before its lease lapses: if
+	// every peer answered and none reaches the store, it keeps leading
+	// through the whole-store outage instead of fencing itself (see
+	// doc.go, "When the whole store is down"). nil: it always fences.
+	AskPeers func(ctx context.Context, peers []BrokerInfo) map[int32]PeerAnswer
+
 	// ShutdownTimeout bounds ShutDown's wait for leaderships to move
 	// (default 30s).
 	ShutdownTimeout time.Duration
@@ -124,10 +133,11 @@ type TopicApplier interface {
 // may move, or has moved, its leaderships away, so it must stop acting as
 // a leader (answer NOT_LEADER_OR_FOLLOWER) until ApplyFenced(false), which
 // comes once a keep-alive succeeds again (or it registered again) and its
-// view is current. While fenced by a lapsed lease, the Node makes no
-// ApplyPartition call that names this broker leader (others still come,
-// so it follows new leaders); when that ends it makes one for every
-// partition of the current view. Calls are serialized with the Applier's.
+// view is current. While fenced (a lapsed lease or an ended session), the
+// Node makes no ApplyPartition call that names this broker leader (others
+// still come, so it follows new leaders); when that ends it makes one for
+// every partition of the current view. Calls are serialized with the
+// Applier's.
 type FenceApplier interface {
 	ApplyFenced(fenced bool)
 }
@@ -160,8 +170,11 @@ type Node struct {
 	changed       chan struct{} // closed and replaced on every change; REQUIRES mu
 	session       sdk.SessionID // current session; 0 while unregistered
 	leaseFrom     time.Time     // when the last successful grant or keep-alive of session was sent
+	lastKeepAlive time.Time     // when the last successful grant or keep-alive returned
+	lastFailure   time.Time     // when the last failed keep-alive returned
 	fenced        bool
 	withhold      bool  // the lease lapsed: withhold leaderships (see setWithhold)
+	outage        bool  // the lease lapsed but no peer reaches the store: lead on (outage.go)
 	shutdown      bool  // ShutDown or Close began: do not register again
 	controllerVer int64 // version of /controller while this Node is controller, else 0
 
@@ -311,7 +324,7 @@ func (n *Node) register(ctx context.Context) error {
 		case err == nil:
 			n.mu.Lock()
 			n.session = sess.ID
-			n.leaseFrom = sent
+			n.leaseFrom, n.lastKeepAlive = sent, time.Now()
 			n.signalLocked()
 			n.mu.Unlock()
 			n.log.Info("cluster: broker registered", "session", sess.ID, "ttl", sess.TTL)

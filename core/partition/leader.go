@@ -32,7 +32,7 @@ func (p *Partition) BecomeLeaderLocked(self int32, v View, now time.Time) (becam
 			p.setViewLocked(v)
 			p.publishLocked()
 			p.lsMu.Lock()
-			p.leader.SetISR(v.ISR)
+			p.leader.SetISRAt(v.ISR, v.Version)
 			p.lsMu.Unlock()
 			p.recomputeHWLocked()
 			return false, nil
@@ -192,14 +192,15 @@ func (p *Partition) ISRCommitted(leaderEpoch int32, isr []int32, partitionEpoch 
 	p.setViewLocked(v)
 	p.publishLocked()
 	p.lsMu.Lock()
-	p.leader.SetISR(isr)
+	p.leader.SetISRAt(isr, version)
 	p.lsMu.Unlock()
 	p.recomputeHWLocked()
 	p.Wake()
 }
 
 // ISRRefused drops a pending proposal made at leaderEpoch that the store
-// refused.
+// refused without applying it (the partition's state is still the one
+// the proposal was based on). An undecided earlier attempt of it stays.
 func (p *Partition) ISRRefused(leaderEpoch int32) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -207,9 +208,25 @@ func (p *Partition) ISRRefused(leaderEpoch int32) {
 		return
 	}
 	p.lsMu.Lock()
-	p.leader.SetISR(p.view.ISR)
+	p.leader.ISRRefused()
 	p.lsMu.Unlock()
 	p.recomputeHWLocked()
+}
+
+// ISRUndecided keeps a proposal made at leaderEpoch whose store call
+// failed without an answer (a timeout, an unreachable store: the write
+// may have landed, or land later). Until a view or commit at a later
+// store version arrives, the high watermark waits for the replicas it
+// adds (Kafka's maximal ISR) and CheckISR proposes it again unchanged.
+func (p *Partition) ISRUndecided(leaderEpoch int32) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.leader == nil || p.view.LeaderEpoch != leaderEpoch {
+		return
+	}
+	p.lsMu.Lock()
+	p.leader.ISRUndecided(p.view.Version)
+	p.lsMu.Unlock()
 }
 
 // BecomeFollowerLocked makes the partition follow v.Leader. It reports

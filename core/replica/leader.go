@@ -29,11 +29,19 @@ import (
 //   - ISR expand: a replica joins once it has fetched in this leader epoch
 //     and its log end offset reaches both the high watermark and the
 //     offset this leader epoch started at.
+//   - A proposal whose outcome is unknown (the store call timed out: the
+//     write may have landed) stays in the maximal ISR, and is proposed
+//     again unchanged, until a committed ISR read at a store version past
+//     the one it was based on replaces it (ISRUndecided, SetISRAt). Were
+//     it dropped, an expansion the store did take would be left out of
+//     the high watermark while the controller may elect the added replica.
 type LeaderState struct {
 	leaderID, epoch int32
 	replicas        []int32
 	isr             []int32
 	pending         []int32 // proposed ISR awaiting SetISR; nil if none
+	undecided       bool    // pending's outcome is unknown (see ISRUndecided)
+	pendingBase     int64   // the store version an undecided pending was based on
 	epochStart      int64   // leader's log end offset when the epoch began
 	leaderLEO       int64
 	hw              int64
@@ -135,8 +143,14 @@ func (s *LeaderState) LeaderAppended(leaderLEO int64) (hwChanged bool) {
 // ISR the leader should propose to the store, or changed=false. The
 // proposal is pending until SetISR: meanwhile the high watermark also
 // waits for the replicas it adds.
+//
+// While a proposal is undecided it is returned again, unchanged: its
+// outcome must be known before another change is built on the ISR.
 func (s *LeaderState) ISRChange(now time.Time, lagMax time.Duration, leaderLEO int64) (newISR []int32, changed bool) {
 	s.leaderLEO = max(s.leaderLEO, leaderLEO)
+	if s.undecided {
+		return slices.Clone(s.pending), true
+	}
 	for _, id := range s.isr {
 		if id == s.leaderID || s.caughtUp(id, now, lagMax) {
 			newISR = append(newISR, id)
@@ -158,6 +172,13 @@ func (s *LeaderState) ISRChange(now time.Time, lagMax time.Duration, leaderLEO i
 // proposal), clears any pending proposal and reports whether the high
 // watermark moved.
 func (s *LeaderState) SetISR(isr []int32) (hwChanged bool) {
+	s.installISR(isr)
+	s.pending, s.undecided = nil, false
+	return s.maybeAdvanceHW()
+}
+
+// installISR makes isr (plus the leader) the committed ISR.
+func (s *LeaderState) installISR(isr []int32) {
 	s.isr = slices.Clone(isr)
 	if !slices.Contains(s.isr, s.leaderID) {
 		s.isr = append(s.isr, s.leaderID)
@@ -165,9 +186,45 @@ func (s *LeaderState) SetISR(isr []int32) (hwChanged bool) {
 	for _, id := range s.isr {
 		s.track(id)
 	}
+}
+
+// SetISRAt is SetISR for an ISR committed at store version: an undecided
+// proposal based on version or later stays pending (its write may still
+// land), one based on an older version is over.
+func (s *LeaderState) SetISRAt(isr []int32, version int64) (hwChanged bool) {
+	if !s.undecided || version > s.pendingBase {
+		return s.SetISR(isr)
+	}
+	s.installISR(isr)
+	return s.maybeAdvanceHW()
+}
+
+// ISRUndecided says the store call for the pending proposal, based on
+// store version base, failed without saying whether it was applied. The
+// proposal stays in the maximal ISR (the high watermark waits for the
+// replicas it adds) and ISRChange returns it again until SetISRAt
+// installs an ISR committed after base. A no-op without a proposal.
+func (s *LeaderState) ISRUndecided(base int64) {
+	if s.pending == nil {
+		return
+	}
+	s.undecided, s.pendingBase = true, base
+}
+
+// ISRRefused drops a pending proposal the store refused without applying
+// it, unless an earlier attempt of it is undecided (that write may still
+// land). It reports whether the high watermark moved.
+func (s *LeaderState) ISRRefused() (hwChanged bool) {
+	if s.undecided {
+		return false
+	}
 	s.pending = nil
 	return s.maybeAdvanceHW()
 }
+
+// Pending returns the proposed ISR awaiting an answer (nil if none) and
+// whether its outcome is unknown.
+func (s *LeaderState) Pending() ([]int32, bool) { return slices.Clone(s.pending), s.undecided }
 
 // track returns the state of follower id, creating it (log end offset
 // unknown, never caught up) on first sight; nil for the leader.

@@ -59,6 +59,38 @@ func setISR(wantHW int64, ids ...int32) op {
 	}
 }
 
+// undecided: the pending proposal, based on store version base, got no
+// answer; wantHW is the high watermark afterwards.
+func undecided(base, wantHW int64) op {
+	return func(t *testing.T, s *LeaderState) {
+		t.Helper()
+		s.ISRUndecided(base)
+		if _, u := s.Pending(); !u || s.HighWatermark() != wantHW {
+			t.Fatalf("ISRUndecided(%d): undecided %v HW %d, want true and %d", base, u, s.HighWatermark(), wantHW)
+		}
+	}
+}
+
+func refused(wantHW int64) op {
+	return func(t *testing.T, s *LeaderState) {
+		t.Helper()
+		s.ISRRefused()
+		if s.HighWatermark() != wantHW {
+			t.Fatalf("ISRRefused: HW %d, want %d", s.HighWatermark(), wantHW)
+		}
+	}
+}
+
+func setISRAt(version, wantHW int64, ids ...int32) op {
+	return func(t *testing.T, s *LeaderState) {
+		t.Helper()
+		s.SetISRAt(ids, version)
+		if s.HighWatermark() != wantHW || !sameSet(s.ISR(), ids) {
+			t.Fatalf("SetISRAt(%v, %d): ISR %v HW %d, want HW %d", ids, version, s.ISR(), s.HighWatermark(), wantHW)
+		}
+	}
+}
+
 func seed(hw, want int64) op {
 	return func(t *testing.T, s *LeaderState) {
 		t.Helper()
@@ -166,6 +198,40 @@ func TestLeaderState(t *testing.T) {
 				setISR(10, 1, 2),
 				appended(20, 10),
 				fetch(2, 20, 20, 3, 20),
+			}},
+		{"an expansion whose outcome is unknown holds the high watermark and is proposed again until a later committed ISR",
+			[]int32{1, 2, 3}, []int32{1, 2}, 10, []op{
+				fetch(2, 10, 10, 1, 10),
+				fetch(3, 10, 10, 1, 10),
+				isr(2, 10, 1, 2, 3),
+				undecided(7, 10),
+				appended(20, 10),
+				fetch(2, 20, 20, 3, 10), // 3 may be in the store's ISR: it holds the HW
+				refused(10),             // an answer that wrote nothing does not end an unknown outcome
+				isr(4, 20, 1, 2, 3),     // proposed again, unchanged
+				setISRAt(7, 10, 1, 2),   // a view at the base version: the write may still land
+				fetch(2, 20, 20, 5, 10),
+				setISRAt(8, 20, 1, 2), // a later version decides it
+			}},
+		{"an undecided expansion the store did take is installed by the later view",
+			[]int32{1, 2, 3}, []int32{1, 2}, 10, []op{
+				fetch(2, 10, 10, 1, 10),
+				fetch(3, 10, 10, 1, 10),
+				isr(2, 10, 1, 2, 3),
+				undecided(7, 10),
+				appended(20, 10),
+				fetch(2, 20, 20, 3, 10),
+				setISRAt(8, 10, 1, 2, 3),
+				fetch(3, 20, 20, 4, 20),
+			}},
+		{"an undecided shrink keeps the lagging member in charge of the high watermark",
+			[]int32{1, 2, 3}, []int32{1, 2, 3}, 10, []op{
+				fetch(2, 10, 10, 1*time.Second, 0),
+				fetch(3, 4, 10, 1*time.Second, 4),
+				isr(lag+time.Second, 10, 1, 2),
+				undecided(7, 4),
+				fetch(2, 10, 10, lag+2*time.Second, 4),
+				isr(lag+3*time.Second, 10, 1, 2),
 			}},
 	}
 	for _, c := range cases {

@@ -67,8 +67,23 @@ func startClusterWith(t *testing.T, o daemontest.ClusterOptions, extra map[strin
 	c := daemontest.StartClusterWith(t, daemontest.Build(t), o, "--config", path, "--log-level", "debug")
 	t.Cleanup(func() {
 		if t.Failed() {
+			// VLTAVA_KEEP_LOGS=DIR keeps every broker's whole log of a
+			// failed test in DIR/<test>-<time>/broker-<id>.log.
+			keep := ""
+			if d := os.Getenv("VLTAVA_KEEP_LOGS"); d != "" {
+				keep = filepath.Join(d, fmt.Sprintf("%s-%s", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().Format("150405.000")))
+				if err := os.MkdirAll(keep, 0o755); err != nil {
+					t.Log(err)
+				}
+			}
 			for _, p := range append(c.Brokers(), c.Controllers()...) {
 				t.Logf("broker %d log tail:\n%s", p.NodeID(), tail(p.Log(), 150))
+				if keep != "" {
+					os.WriteFile(filepath.Join(keep, fmt.Sprintf("broker-%d.log", p.NodeID())), []byte(p.Log()), 0o644)
+				}
+			}
+			if keep != "" {
+				t.Logf("broker logs kept in %s", keep)
 			}
 		}
 	})

@@ -57,12 +57,12 @@
 // than a session's TTL, the new leader expires the lease when it comes
 // back (etcd extends leases across a leader change, so an outage alone
 // does not expire them), and KeepAlive then reports ErrSessionExpired.
-// The client fails over between the endpoints on its own. A broker whose
-// keep-alives fail fences itself before its lease can expire
-// (core/cluster), so during an outage its partitions refuse produce until
-// etcd is back; daemon/acceptance TestStoreOutage (VLTAVA_STORE_OUTAGE=1)
-// checks that the cluster converges after 30 s without etcd and loses no
-// acknowledged write.
+// The client fails over between the endpoints on its own. During a
+// whole-store outage brokers lead on (core/cluster, "When the whole store
+// is down"), and their leases outlive it; daemon/acceptance
+// TestStoreOutage (VLTAVA_STORE_OUTAGE=1) checks that produce and fetch
+// go on through 30 s without etcd, metadata changes are refused, no
+// leader is elected and no acknowledged write is lost.
 //
 // # Security
 //

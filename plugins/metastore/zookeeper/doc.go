@@ -118,16 +118,21 @@
 // while the client reconnects on its own; an interrupted write's outcome
 // is unknown, as the contract allows. A watch keeps its position and
 // resumes after a reconnect; it ends with ErrUnavailable if the ensemble
-// stays unreachable longer than a session timeout. If the outage outlasts
-// the session timeout, ZooKeeper expires the instance's session when it
-// returns: its store sessions end (KeepAlive reports ErrSessionExpired,
-// so the broker stops acting as leader) and the orphan loop of any
-// instance deletes their keys. A broker whose keep-alives fail fences
-// itself before its session can expire (core/cluster), so during an
-// outage its partitions refuse produce until ZooKeeper is back;
-// daemon/acceptance TestStoreOutage (VLTAVA_STORE_OUTAGE=1) checks that
-// the cluster converges after 30 s without ZooKeeper and loses no
-// acknowledged write.
+// stays unreachable longer than a session timeout. While the client is
+// disconnected the store's local TTLs do not run out (no keep-alive can
+// arrive, whether the broker lives or not), and when the client gets its
+// ZooKeeper session back every local session gets a full TTL again, as
+// etcd extends its leases: a ZooKeeper that restarts (it restores its
+// sessions with fresh timeouts) ends no store session, so brokers keep
+// their registrations. If ZooKeeper expired the instance's session
+// instead (the instance was cut off while the ensemble served others),
+// its store sessions end (KeepAlive reports ErrSessionExpired, so the
+// broker stops acting as leader) and the orphan loop of any instance
+// deletes their keys. During a whole-store outage brokers lead on
+// (core/cluster, "When the whole store is down"); daemon/acceptance
+// TestStoreOutage checks that produce and fetch go on, metadata changes
+// are refused, no leader is elected and no acknowledged write is lost
+// (8 s by default, 30 s on ZooKeeper and etcd with VLTAVA_STORE_OUTAGE=1).
 //
 // # Goroutines and locks
 //

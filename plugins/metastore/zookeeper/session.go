@@ -190,7 +190,7 @@ func (s *Store) expiryLoop() {
 		var due []sdk.SessionID
 		s.mu.Lock()
 		for id, ls := range s.sessions {
-			if now.After(ls.deadline) {
+			if !s.disconnected && now.After(ls.deadline) {
 				delete(s.sessions, id)
 				s.ending[id] = true
 			}

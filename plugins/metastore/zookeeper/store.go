@@ -38,6 +38,10 @@ type Store struct {
 	sessions map[sdk.SessionID]*localSession
 	ending   map[sdk.SessionID]bool // expired locally, end not yet written
 	ended    map[sdk.SessionID]bool // ended by this store: KeepAlive fails
+	// disconnected: the client lost its connection to ZooKeeper and has
+	// not got its session back yet. Local TTLs do not run out meanwhile
+	// (see onEvent).
+	disconnected bool
 }
 
 type paths struct {
@@ -147,7 +151,40 @@ func (z zkLogger) Printf(format string, args ...any) {
 // onEvent runs on the client's event goroutine. When ZooKeeper expires
 // this client's session, every ephemeral session znode it created is
 // gone: the store sessions it granted are over.
+//
+// While the client is disconnected, local sessions do not expire: a
+// keep-alive can not reach ZooKeeper, whether the broker lives or not.
+// When the client gets its ZooKeeper session back, every local session
+// gets a full TTL again, as etcd extends its leases after an outage: a
+// store outage alone ends no session, and a broker whose keep-alives
+// resume keeps its registration (core/cluster leads on through a
+// whole-store outage). A ZooKeeper session that expired meanwhile ends
+// them all instead (StateExpired).
 func (s *Store) onEvent(ev zk.Event) {
+	if ev.Type == zk.EventSession {
+		switch ev.State {
+		case zk.StateDisconnected:
+			s.mu.Lock()
+			s.disconnected = true
+			s.mu.Unlock()
+		case zk.StateHasSession:
+			s.mu.Lock()
+			was := s.disconnected
+			s.disconnected = false
+			n := 0
+			if was {
+				now := time.Now()
+				for _, ls := range s.sessions {
+					ls.deadline = now.Add(ls.ttl)
+					n++
+				}
+			}
+			s.mu.Unlock()
+			if n > 0 {
+				s.logger.Info("zookeeper store: reconnected to ZooKeeper; local sessions get a full TTL again", "sessions", n)
+			}
+		}
+	}
 	if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
 		s.mu.Lock()
 		n := len(s.sessions)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,6 +53,7 @@ func partitionReassign(ctx context.Context, e *env, c *command, args []string) e
 	f := newFlags(e, c)
 	replicas := f.String("replicas", "", "the new replica `IDS`, comma-separated, preferred leader first")
 	cancel := f.Bool("cancel", false, "cancel an ongoing reassignment of the partition instead")
+	wait := f.Bool("wait", false, "wait (at most --timeout) until the partition has moved: its replicas are --replicas, all in the ISR; a progress bar on a terminal")
 	pos, err := f.parse(args, 2, 2)
 	if err != nil {
 		return err
@@ -80,11 +83,63 @@ func partitionReassign(ctx context.Context, e *env, c *command, args []string) e
 		}
 		if *cancel {
 			fmt.Fprintf(e.stdout, "cancelled the reassignment of %s/%d\n", topic, p)
-		} else {
-			fmt.Fprintf(e.stdout, "reassigning %s/%d to replicas %s\n", topic, p, ints(ids))
+			return nil
 		}
+		fmt.Fprintf(e.stdout, "reassigning %s/%d to replicas %s\n", topic, p, ints(ids))
+		if !*wait {
+			return nil
+		}
+		if err := awaitReassignment(ctx, e, adm, topic, int32(p), ids); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "moved %s/%d: replicas %s, all in sync\n", topic, p, ints(ids))
 		return nil
 	})
+}
+
+// awaitReassignment polls until topic/p has no ongoing reassignment and
+// its replicas are ids, every one in the ISR. The progress bar counts the
+// new replicas in the ISR.
+func awaitReassignment(ctx context.Context, e *env, adm *kadm.Client, topic string, p int32, ids []int32) error {
+	var inSync atomic.Int64
+	bar := startProgress(e, fmt.Sprintf("moving %s/%d", topic, p), false, func() (int64, int64) { return inSync.Load(), int64(len(ids)) })
+	defer bar.Stop()
+	want := slices.Sorted(slices.Values(ids))
+	for {
+		moving, replicas, isr, err := partitionMove(ctx, adm, topic, p)
+		if err == nil {
+			inSync.Store(int64(len(slices.DeleteFunc(slices.Clone(want), func(id int32) bool { return !slices.Contains(isr, id) }))))
+			slices.Sort(replicas)
+			if !moving && slices.Equal(replicas, want) && inSync.Load() == int64(len(want)) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reassign %s/%d: not moved yet (replicas %s, isr %s; --timeout to wait longer): %w", topic, p, ints(replicas), ints(isr), ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// partitionMove reports whether topic/p is being reassigned and its
+// current replicas and ISR.
+func partitionMove(ctx context.Context, adm *kadm.Client, topic string, p int32) (moving bool, replicas, isr []int32, err error) {
+	ongoing, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {p: {}}})
+	if err != nil {
+		return false, nil, nil, err
+	}
+	r, moving := ongoing[topic][p]
+	moving = moving && (len(r.AddingReplicas) > 0 || len(r.RemovingReplicas) > 0)
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return false, nil, nil, err
+	}
+	pd, ok := td[topic].Partitions[p]
+	if !ok {
+		return false, nil, nil, fmt.Errorf("reassign %s/%d: no such partition in metadata", topic, p)
+	}
+	return moving, slices.Clone(pd.Replicas), slices.Clone(pd.ISR), nil
 }
 
 func parseIDs(s string) ([]int32, error) {

@@ -1,13 +1,16 @@
 package conformance
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -27,24 +30,37 @@ func cmdACL(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("acl: %v", err)
 	}
+	// The same binding as a DescribeAcls filter, for the wait below.
+	filter := kmsg.NewPtrDescribeACLsRequest()
+	filter.Principal, filter.Operation = kmsg.StringPtr("User:"+pos[1]), op
+	filter.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
+	if *prefixed {
+		filter.ResourcePatternType = kmsg.ACLResourcePatternTypePrefixed
+	}
 	b := kadm.NewACLs()
 	switch pos[0] {
 	case "allow":
 		b = b.Allow("User:" + pos[1]).AllowHosts()
+		filter.PermissionType = kmsg.ACLPermissionTypeAllow
 	case "deny":
 		b = b.Deny("User:" + pos[1]).DenyHosts()
+		filter.PermissionType = kmsg.ACLPermissionTypeDeny
 	default:
 		ts.Fatalf("usage: %s", aclUsage)
 	}
 	switch pos[3] {
 	case "topic":
 		b = b.Topics(s.topic(ts, pos[4]))
+		filter.ResourceType, filter.ResourceName = kmsg.ACLResourceTypeTopic, kmsg.StringPtr(s.topic(ts, pos[4]))
 	case "group":
 		b = b.Groups(s.suite.Prefix + pos[4])
+		filter.ResourceType, filter.ResourceName = kmsg.ACLResourceTypeGroup, kmsg.StringPtr(s.suite.Prefix+pos[4])
 	case "cluster":
 		b = b.Clusters()
+		filter.ResourceType, filter.ResourceName = kmsg.ACLResourceTypeCluster, kmsg.StringPtr("kafka-cluster")
 	case "transactional-id":
 		b = b.TransactionalIDs(s.suite.Prefix + pos[4])
+		filter.ResourceType, filter.ResourceName = kmsg.ACLResourceTypeTransactionalId, kmsg.StringPtr(s.suite.Prefix+pos[4])
 	default:
 		ts.Fatalf("usage: %s", aclUsage)
 	}
@@ -62,8 +78,38 @@ func cmdACL(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 	}
+	if err == nil {
+		err = awaitACLEverywhere(ctx, s.client(ts), filter)
+	}
 	finish(ts, neg, err)
 	if err == nil {
 		fmt.Fprintln(ts.Stdout(), "acl: ok")
 	}
+}
+
+// awaitACLEverywhere waits until every broker's DescribeAcls lists the
+// binding filter names. A broker authorizes from its own copy of the
+// ACLs, which follows the metadata asynchronously (in Kafka and in
+// Vltava alike), so a script that checks an ACL's effect right after
+// creating it would otherwise race the copy of whichever broker leads
+// the partition it writes.
+func awaitACLEverywhere(ctx context.Context, cl *kgo.Client, filter *kmsg.DescribeACLsRequest) error {
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("acl: metadata: %w", err)
+	}
+	for _, b := range meta.Brokers {
+		for {
+			resp, err := filter.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+			if err == nil && resp.ErrorCode == 0 && slices.ContainsFunc(resp.Resources, func(r kmsg.DescribeACLsResponseResource) bool { return len(r.ACLs) > 0 }) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("acl: created, but broker %d does not list it yet (last answer: %v): %w", b.NodeID, err, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }

@@ -176,6 +176,17 @@ func (t *rawTxn) produce(ctx context.Context, cl *kgo.Client, s *state, topic st
 	if err != nil || len(m.Topics) != 1 {
 		return fmt.Errorf("metadata %s: %v", topic, err)
 	}
+	// A Produce goes to the partition's leader: kgo sends a hand-built
+	// request to any broker otherwise, and on a cluster that is rarely it.
+	leader := int32(-1)
+	for _, mp := range m.Topics[0].Partitions {
+		if mp.Partition == part {
+			leader = mp.Leader
+		}
+	}
+	if leader < 0 {
+		return fmt.Errorf("metadata %s: partition %d has no leader", topic, part)
+	}
 	rec, err := checker.Create(s.path(history), t.name, s.clock)
 	ts.Check(err)
 	defer func() { ts.Check(rec.Close()) }()
@@ -190,7 +201,7 @@ func (t *rawTxn) produce(ctx context.Context, cl *kgo.Client, s *state, topic st
 		req.TransactionID, req.Acks, req.TimeoutMillis = &t.id, -1, 10000
 		req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, TopicID: m.Topics[0].TopicID, // by name (v0-12) or ID (v13+)
 			Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: part, Records: batch}}}}
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 		var offset int64 = -1
 		if err == nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
 			rp := resp.Topics[0].Partitions[0]

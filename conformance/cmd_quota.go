@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const quotaUsage = "quota set|describe client-id|user NAME [key=value]..."
@@ -50,6 +52,9 @@ func cmdQuota(ts *testscript.TestScript, neg bool, args []string) {
 				}
 			}
 		}
+		if err == nil {
+			err = awaitQuotaEverywhere(ctx, s.client(ts), entity, args[2], ops)
+		}
 		finish(ts, neg, err)
 	case "describe":
 		q, err := s.adm(ts).DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{{Type: entity, MatchName: kadm.StringPtr(args[2]), MatchType: 0}})
@@ -64,6 +69,49 @@ func cmdQuota(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("usage: %s", quotaUsage)
 	}
+}
+
+// awaitQuotaEverywhere waits until every broker's DescribeClientQuotas
+// answers ops' values for the entity. A broker enforces its own copy of
+// the quotas, which follows the metadata asynchronously (in Kafka and in
+// Vltava alike), so a script checking a quota's effect right after
+// setting it would otherwise race the copy of the partition's leader.
+func awaitQuotaEverywhere(ctx context.Context, cl *kgo.Client, entity, name string, ops []kadm.AlterClientQuotaOp) error {
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("quota: metadata: %w", err)
+	}
+	req := kmsg.NewPtrDescribeClientQuotasRequest()
+	req.Strict = true
+	req.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: entity, Match: kmsg.StringPtr(name), MatchType: kmsg.QuotasMatchTypeExact}}
+	has := func(resp *kmsg.DescribeClientQuotasResponse) bool {
+		for _, op := range ops {
+			found := false
+			for _, e := range resp.Entries {
+				for _, v := range e.Values {
+					found = found || v.Key == op.Key && v.Value == op.Value
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	for _, b := range meta.Brokers {
+		for {
+			resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+			if err == nil && resp.ErrorCode == 0 && has(resp) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("quota: set, but broker %d does not answer it yet (last error: %v): %w", b.NodeID, err, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // throttleHook counts the responses a broker throttled (KIP-219).

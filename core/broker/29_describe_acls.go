@@ -2,13 +2,17 @@ package broker
 
 // DescribeAcls (key 29), v0–3 (v1 adds pattern types, KIP-290; v2 is
 // flexible). The filter selects bindings as core/acl's Filter does; the
-// answer groups them by resource pattern. It reads the metadata store, so
-// a binding this broker just created is listed even before its watch
-// delivered it.
+// answer groups them by resource pattern. As in Kafka it answers from
+// this broker's own copy of the ACLs, the one it authorizes with, so a
+// binding it lists is one it enforces; CreateAcls and DeleteAcls answer
+// only once their change is in the copy of the broker that made it
+// (awaitLocalACLs), so a client sees its own change here at once.
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,11 +40,7 @@ func handleDescribeACLs(b *Broker, ctx context.Context, req *wire.Request) (*wir
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 		return reply(resp)
 	}
-	bindings, err := b.storedACLs(ctx)
-	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = storeErrorCode(err), kmsg.StringPtr(err.Error())
-		return reply(resp)
-	}
+	bindings := b.authz.Bindings()
 	type pattern struct {
 		rt   acl.ResourceType
 		name string
@@ -65,6 +65,33 @@ func handleDescribeACLs(b *Broker, ctx context.Context, req *wire.Request) (*wir
 		resp.Resources[i].ACLs = append(resp.Resources[i].ACLs, a)
 	}
 	return reply(resp)
+}
+
+// awaitLocalACLs waits (at most 5 s, or until ctx ends) until this
+// broker's authorizer has followed the store to the change just made:
+// every key of present is in force and none of absent is. A late copy
+// only delays the answer; the change is made either way.
+func (b *Broker) awaitLocalACLs(ctx context.Context, present, absent []string) {
+	if len(present)+len(absent) == 0 {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		keys := map[string]bool{}
+		for _, bd := range b.authz.Bindings() {
+			keys[bd.Key()] = true
+		}
+		done := !slices.ContainsFunc(present, func(k string) bool { return !keys[k] }) &&
+			!slices.ContainsFunc(absent, func(k string) bool { return keys[k] })
+		if done || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // storedACLs lists the bindings in the metadata store, sorted by key;

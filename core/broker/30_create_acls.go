@@ -22,6 +22,7 @@ import (
 func handleCreateACLs(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
 	r := req.Body.(*kmsg.CreateACLsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
+	var created []string
 	for _, c := range r.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
 		bd := acl.Binding{
@@ -41,9 +42,11 @@ func handleCreateACLs(b *Broker, ctx context.Context, req *wire.Request) (*wire.
 				res.ErrorCode, res.ErrorMessage = storeErrorCode(err), kmsg.StringPtr(err.Error())
 			} else {
 				b.logger.Info("broker: ACL created", "acl", bd.String(), "by", whoOf(req).p.String())
+				created = append(created, bd.Key())
 			}
 		}
 		resp.Results = append(resp.Results, res)
 	}
+	b.awaitLocalACLs(ctx, created, nil)
 	return reply(resp)
 }

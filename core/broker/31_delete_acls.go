@@ -8,6 +8,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,6 +66,9 @@ func handleDeleteACLs(b *Broker, ctx context.Context, req *wire.Request) (*wire.
 			}
 		}
 		resp.Results = append(resp.Results, res)
+	}
+	if len(deleted) > 0 {
+		b.awaitLocalACLs(ctx, nil, slices.Collect(maps.Keys(deleted)))
 	}
 	return reply(resp)
 }

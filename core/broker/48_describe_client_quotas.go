@@ -3,14 +3,16 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vltava/vltava/core/quota"
 	"github.com/vltava/vltava/core/wire"
-	"github.com/vltava/vltava/plugins/sdk"
 )
 
 // DescribeClientQuotas (key 48), v0–1 (v1 is flexible). KIP-546.
@@ -45,17 +47,13 @@ func handleDescribeClientQuotas(b *Broker, ctx context.Context, req *wire.Reques
 			return fail(kerr.InvalidRequest.Code, fmt.Sprintf("unknown match type %d", c.MatchType))
 		}
 	}
-	lr, err := b.store.List(ctx, &sdk.ListRequest{Prefix: quota.Prefix})
-	if err != nil {
-		return fail(storeErrorCode(err), "metadata store: "+err.Error())
-	}
-	for _, kv := range lr.KVs {
-		e, err := quota.ParseKey(kv.Key)
-		if err != nil {
-			continue
-		}
-		vs, err := quota.Decode(kv.Value)
-		if err != nil || !quotaFilterMatches(r, e) {
+	// As in Kafka, the answer is this broker's own copy, the quotas it
+	// enforces (AlterClientQuotas answers once its change is in it).
+	all := b.quotas.Quotas()
+	entities := slices.SortedFunc(maps.Keys(all), func(x, y quota.Entity) int { return strings.Compare(x.Key(), y.Key()) })
+	for _, e := range entities {
+		vs := all[e]
+		if !quotaFilterMatches(r, e) {
 			continue
 		}
 		entry := kmsg.DescribeClientQuotasResponseEntry{Entity: describeEntity(e)}

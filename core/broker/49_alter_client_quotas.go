@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,7 +36,10 @@ func handleAlterClientQuotas(b *Broker, ctx context.Context, req *wire.Request) 
 		}
 		e, ops, err := parseQuotaAlteration(in)
 		if err == nil && !r.ValidateOnly {
-			err = b.alterQuota(ctx, e, ops)
+			var now quota.Values
+			if now, err = b.alterQuota(ctx, e, ops); err == nil {
+				b.awaitLocalQuota(ctx, e, now)
+			}
 		}
 		if err != nil {
 			var ke *kerr.Error
@@ -107,8 +112,9 @@ func parseQuotaAlteration(in kmsg.AlterClientQuotasRequestEntry) (quota.Entity, 
 }
 
 // alterQuota applies ops to the entity's stored values with
-// compare-and-set, retrying a few times against concurrent writers.
-func (b *Broker) alterQuota(ctx context.Context, e quota.Entity, ops []quotaOp) error {
+// compare-and-set, retrying a few times against concurrent writers, and
+// returns the values stored (empty: none).
+func (b *Broker) alterQuota(ctx context.Context, e quota.Entity, ops []quotaOp) (quota.Values, error) {
 	key := e.Key()
 	for attempt := 0; ; attempt++ {
 		cur := quota.Values{}
@@ -121,7 +127,7 @@ func (b *Broker) alterQuota(ctx context.Context, e quota.Entity, ops []quotaOp) 
 			}
 			version = got.Version
 		case !errors.Is(err, sdk.ErrNotFound):
-			return err
+			return nil, err
 		}
 		for _, op := range ops {
 			if op.remove {
@@ -132,14 +138,34 @@ func (b *Broker) alterQuota(ctx context.Context, e quota.Entity, ops []quotaOp) 
 		}
 		switch {
 		case len(cur) == 0 && version == sdk.MustNotExist:
-			return nil
+			return cur, nil
 		case len(cur) == 0:
 			_, err = b.store.Delete(ctx, &sdk.DeleteRequest{Key: key, ExpectVersion: version})
 		default:
 			_, err = b.store.Put(ctx, &sdk.PutRequest{Key: key, Value: quota.Encode(cur), ExpectVersion: version})
 		}
 		if err == nil || !errors.Is(err, sdk.ErrVersionMismatch) || attempt >= 5 {
-			return err
+			return cur, err
+		}
+	}
+}
+
+// awaitLocalQuota waits (at most 5 s, or until ctx ends) until this
+// broker's quota manager has followed the store to want for e, so the
+// change is in force here, and listed by DescribeClientQuotas, when the
+// client gets its answer. Other brokers follow asynchronously, as in
+// Kafka.
+func (b *Broker) awaitLocalQuota(ctx context.Context, e quota.Entity, want quota.Values) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := b.quotas.Quotas()[e]
+		if maps.Equal(got, want) || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }

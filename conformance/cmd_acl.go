@@ -94,19 +94,29 @@ func cmdACL(ts *testscript.TestScript, neg bool, args []string) {
 // creating it would otherwise race the copy of whichever broker leads
 // the partition it writes.
 func awaitACLEverywhere(ctx context.Context, cl *kgo.Client, filter *kmsg.DescribeACLsRequest) error {
+	return onEveryBroker(ctx, cl, "acl: created, but", "does not list it yet", func(b *kgo.Broker) (bool, error) {
+		resp, err := filter.RequestWith(ctx, b)
+		return err == nil && resp.ErrorCode == 0 && slices.ContainsFunc(resp.Resources, func(r kmsg.DescribeACLsResponseResource) bool { return len(r.ACLs) > 0 }), err
+	})
+}
+
+// onEveryBroker waits until ok holds on every broker in the cluster's
+// metadata, asking each every 50 ms; on ctx's end the error names the
+// first broker that did not agree (what and lag frame the message).
+func onEveryBroker(ctx context.Context, cl *kgo.Client, what, lag string, ok func(*kgo.Broker) (bool, error)) error {
 	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("acl: metadata: %w", err)
+		return fmt.Errorf("%s metadata: %w", what, err)
 	}
 	for _, b := range meta.Brokers {
 		for {
-			resp, err := filter.RequestWith(ctx, cl.Broker(int(b.NodeID)))
-			if err == nil && resp.ErrorCode == 0 && slices.ContainsFunc(resp.Resources, func(r kmsg.DescribeACLsResponseResource) bool { return len(r.ACLs) > 0 }) {
+			done, err := ok(cl.Broker(int(b.NodeID)))
+			if done {
 				break
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("acl: created, but broker %d does not list it yet (last answer: %v): %w", b.NodeID, err, ctx.Err())
+				return fmt.Errorf("%s broker %d %s (last error: %v): %w", what, b.NodeID, lag, err, ctx.Err())
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

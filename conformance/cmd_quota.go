@@ -77,10 +77,6 @@ func cmdQuota(ts *testscript.TestScript, neg bool, args []string) {
 // Vltava alike), so a script checking a quota's effect right after
 // setting it would otherwise race the copy of the partition's leader.
 func awaitQuotaEverywhere(ctx context.Context, cl *kgo.Client, entity, name string, ops []kadm.AlterClientQuotaOp) error {
-	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("quota: metadata: %w", err)
-	}
 	req := kmsg.NewPtrDescribeClientQuotasRequest()
 	req.Strict = true
 	req.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: entity, Match: kmsg.StringPtr(name), MatchType: kmsg.QuotasMatchTypeExact}}
@@ -98,20 +94,10 @@ func awaitQuotaEverywhere(ctx context.Context, cl *kgo.Client, entity, name stri
 		}
 		return true
 	}
-	for _, b := range meta.Brokers {
-		for {
-			resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
-			if err == nil && resp.ErrorCode == 0 && has(resp) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("quota: set, but broker %d does not answer it yet (last error: %v): %w", b.NodeID, err, ctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-	return nil
+	return onEveryBroker(ctx, cl, "quota: set, but", "does not answer it yet", func(b *kgo.Broker) (bool, error) {
+		resp, err := req.RequestWith(ctx, b)
+		return err == nil && resp.ErrorCode == 0 && has(resp), err
+	})
 }
 
 // throttleHook counts the responses a broker throttled (KIP-219).

@@ -75,17 +75,21 @@ func (b *Broker) awaitLocalACLs(ctx context.Context, present, absent []string) {
 	if len(present)+len(absent) == 0 {
 		return
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	awaitLocal(ctx, func() bool {
 		keys := map[string]bool{}
 		for _, bd := range b.authz.Bindings() {
 			keys[bd.Key()] = true
 		}
-		done := !slices.ContainsFunc(present, func(k string) bool { return !keys[k] }) &&
+		return !slices.ContainsFunc(present, func(k string) bool { return !keys[k] }) &&
 			!slices.ContainsFunc(absent, func(k string) bool { return keys[k] })
-		if done || time.Now().After(deadline) {
-			return
-		}
+	})
+}
+
+// awaitLocal polls done every 5 ms until it holds, 5 s pass or ctx ends:
+// the wait of a metadata change for this broker's own copy of it.
+func awaitLocal(ctx context.Context, done func() bool) {
+	deadline := time.Now().Add(5 * time.Second)
+	for !done() && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return

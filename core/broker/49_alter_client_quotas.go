@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -156,16 +155,5 @@ func (b *Broker) alterQuota(ctx context.Context, e quota.Entity, ops []quotaOp) 
 // client gets its answer. Other brokers follow asynchronously, as in
 // Kafka.
 func (b *Broker) awaitLocalQuota(ctx context.Context, e quota.Entity, want quota.Values) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := b.quotas.Quotas()[e]
-		if maps.Equal(got, want) || time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	awaitLocal(ctx, func() bool { return maps.Equal(b.quotas.Quotas()[e], want) })
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vltava/vltava/daemon/daemontest/testport"
 )
 
 // Vltava starts vltavad processes, each on a free loopback port with its
@@ -209,13 +211,10 @@ func (c *vltavaCluster) createUsers(ctx context.Context, users map[string]string
 	}
 }
 
+// freeAddr picks a loopback port for a broker to bind; testport keeps
+// other test processes and port-0 binds off it.
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("target: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return testport.Reserve()
 }
 
 func writeYAML(path string, cfg map[string]string) error {

@@ -79,14 +79,33 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 			alive = append(alive, b.Addr())
 		}
 	}
-	waitUntil(t, 60*time.Second, "a new transaction coordinator", func() error {
-		cl := newClient(t, alive[0], kgo.SeedBrokers(alive...))
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return err
-		}
-		if co := resp.Coordinators[0]; co.ErrorCode != 0 || co.NodeID == coord {
-			return fmt.Errorf("coordinator %d, %v", co.NodeID, kerr.ErrorForCode(co.ErrorCode))
+	// Ask every surviving broker: one that has not yet seen the kill
+	// still names the dead coordinator, while the producer's metadata
+	// from another no longer lists it, and franz-go fails the produce
+	// with "unknown broker" rather than retry. Wait until all agree.
+	var pinned []*kgo.Broker
+	for _, a := range alive {
+		pinned = append(pinned, newClient(t, a).SeedBrokers()[0])
+	}
+	waitUntil(t, 60*time.Second, "a new transaction coordinator on every broker", func() error {
+		for i, b := range pinned {
+			resp, err := b.Request(ctx, req)
+			if err != nil {
+				return fmt.Errorf("%s: %w", alive[i], err)
+			}
+			co := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
+			if co.ErrorCode != 0 || co.NodeID == coord {
+				return fmt.Errorf("%s: coordinator %d, %v", alive[i], co.NodeID, kerr.ErrorForCode(co.ErrorCode))
+			}
+			mresp, err := b.Request(ctx, kmsg.NewPtrMetadataRequest())
+			if err != nil {
+				return fmt.Errorf("%s: %w", alive[i], err)
+			}
+			for _, mb := range mresp.(*kmsg.MetadataResponse).Brokers {
+				if mb.NodeID == coord {
+					return fmt.Errorf("%s: metadata still lists the killed broker %d", alive[i], coord)
+				}
+			}
 		}
 		return nil
 	})

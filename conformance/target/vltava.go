@@ -147,6 +147,18 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 			firstErr = err
 		}
 	}
+	if firstErr == nil {
+		// A process that exited after its port first accepted (someone
+		// else answered there, or a quorum bind failed) fails the start
+		// now, with its log, not as a cluster short of a broker later.
+		for _, p := range c.all() {
+			if !p.running() {
+				b, _ := os.ReadFile(p.logPath)
+				firstErr = fmt.Errorf("target: vltavad exited during cluster start; log:\n%s", b)
+				break
+			}
+		}
+	}
 	if firstErr == nil && o.SASL {
 		firstErr = c.createUsers(ctx, o.Users)
 	}
@@ -155,6 +167,18 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 		return nil, firstErr
 	}
 	return c, nil
+}
+
+// all is every process of the cluster, brokers and controllers.
+func (c *vltavaCluster) all() []*proc {
+	var ps []*proc
+	for _, p := range c.procs {
+		ps = append(ps, p)
+	}
+	for _, p := range c.ctrls {
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // saslConfig is o.Config with the keys of a SASL cluster: clients reach

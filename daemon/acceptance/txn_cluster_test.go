@@ -1,10 +1,12 @@
 package acceptance
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,9 +29,18 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 	c := startCluster(t, 3, map[string]string{"transaction.state.log.num.partitions": "3"})
 	createReplicated(t, c, "txn-rf3", 3, 3, nil)
 	ctx := testCtx(t, 3*time.Minute)
+	// The producer's own log, printed only if the test fails: a failure
+	// seen once under load ("c2: produce: unknown broker") comes from
+	// inside the client, and its log says which request gave up.
+	plog := &syncLog{}
 	p := clusterClient(t, c, kgo.TransactionalID("rf3"), kgo.DefaultProduceTopic("txn-rf3"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
-		kgo.RetryTimeout(60*time.Second))
+		kgo.RetryTimeout(60*time.Second), kgo.WithLogger(kgo.BasicLogger(plog, kgo.LogLevelInfo, nil)))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("transactional producer log:\n%s", plog.String())
+		}
+	})
 	want := map[int32][]string{}
 	run := func(name string, commit bool) {
 		t.Helper()
@@ -333,4 +344,23 @@ func TestTransactionsCoordinatorLoadsOnElection(t *testing.T) {
 		}
 		return fmt.Errorf("not loaded yet")
 	})
+}
+
+// syncLog is a bytes.Buffer a client's goroutines may write while the
+// test reads it.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

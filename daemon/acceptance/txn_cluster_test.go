@@ -33,9 +33,12 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 	// seen once under load ("c2: produce: unknown broker") comes from
 	// inside the client, and its log says which request gave up.
 	plog := &syncLog{}
-	p := clusterClient(t, c, kgo.TransactionalID("rf3"), kgo.DefaultProduceTopic("txn-rf3"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
-		kgo.RetryTimeout(60*time.Second), kgo.WithLogger(kgo.BasicLogger(plog, kgo.LogLevelInfo, nil)))
+	newProducer := func() *kgo.Client {
+		return clusterClient(t, c, kgo.TransactionalID("rf3"), kgo.DefaultProduceTopic("txn-rf3"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
+			kgo.RetryTimeout(60*time.Second), kgo.WithLogger(kgo.BasicLogger(plog, kgo.LogLevelInfo, nil)))
+	}
+	p := newProducer()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("transactional producer log:\n%s", plog.String())
@@ -65,14 +68,16 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 		}
 		return nil
 	}
-	// run retries a failed transaction after aborting it, as franz-go
-	// asks of an application: when the killed coordinator drops out of
-	// the client's metadata while an AddPartitionsToTxn to it is being
-	// retried, the client fails the produce with "unknown broker" (seen
-	// under load; the log printed on failure shows it) and recovers in
-	// EndTransaction. The retry writes the same values, so a record of
-	// the aborted attempt that showed up in read_committed would be a
-	// duplicate the check below catches.
+	// run retries a failed transaction with a new producer, as an
+	// application does after a fatal producer error: when the killed
+	// coordinator drops out of franz-go's metadata while an
+	// AddPartitionsToTxn to it is being retried, the client fails the
+	// produce with "unknown broker" and its producer ID for good (seen
+	// under load; the log printed on failure shows it). The new
+	// producer's InitProducerID, same transactional.id, fences the old
+	// one and aborts its open transaction. The retry writes the same
+	// values, so a record of the failed attempt that showed up in
+	// read_committed would be a duplicate the check below catches.
 	run := func(name string, commit bool) {
 		t.Helper()
 		for attempt := 1; ; attempt++ {
@@ -83,10 +88,9 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 			if attempt == 3 {
 				t.Fatalf("%s: %v (attempt %d)", name, err, attempt)
 			}
-			t.Logf("%s: attempt %d: %v; aborting to retry", name, attempt, err)
-			if err := p.EndTransaction(ctx, kgo.TryAbort); err != nil {
-				t.Fatalf("%s: abort after a failed attempt: %v", name, err)
-			}
+			t.Logf("%s: attempt %d: %v; retrying with a new producer", name, attempt, err)
+			p.Close()
+			p = newProducer()
 		}
 	}
 	run("c1", true)

@@ -98,7 +98,10 @@ func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
 			s.skip(fmt.Sprintf("precondition: needs %d brokers; the cluster has %d", n, len(m.Brokers)))
 		}
 	}
-	awaitCond(ts, 60*time.Second, fmt.Sprintf("%d brokers in metadata", o.Brokers), func() (bool, string) {
+	// Each broker starts its plugin processes and joins the raft quorum
+	// before it registers: on a heavily loaded machine that takes long,
+	// so the wait is generous (a broker that exited fails Start instead).
+	awaitCond(ts, 120*time.Second, fmt.Sprintf("%d brokers in metadata", o.Brokers), func() (bool, string) {
 		m, err := metadata(s.client(ts), nil)
 		if err != nil {
 			return false, err.Error()
@@ -107,7 +110,7 @@ func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
 		for _, b := range m.Brokers {
 			ids = append(ids, b.NodeID)
 		}
-		return len(m.Brokers) >= o.Brokers, fmt.Sprintf("%d brokers", len(m.Brokers))
+		return len(m.Brokers) >= o.Brokers, fmt.Sprintf("%d brokers %v", len(m.Brokers), ids)
 	})
 	slices.Sort(ids)
 	var names []string

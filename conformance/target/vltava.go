@@ -17,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vltava/vltava/daemon/daemontest/testport"
 )
 
 // Vltava starts vltavad processes, each on a free loopback port with its
@@ -145,6 +147,18 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 			firstErr = err
 		}
 	}
+	if firstErr == nil {
+		// A process that exited after its port first accepted (someone
+		// else answered there, or a quorum bind failed) fails the start
+		// now, with its log, not as a cluster short of a broker later.
+		for _, p := range c.all() {
+			if !p.running() {
+				b, _ := os.ReadFile(p.logPath)
+				firstErr = fmt.Errorf("target: vltavad exited during cluster start; log:\n%s", b)
+				break
+			}
+		}
+	}
 	if firstErr == nil && o.SASL {
 		firstErr = c.createUsers(ctx, o.Users)
 	}
@@ -153,6 +167,18 @@ func (v *Vltava) Start(ctx context.Context, o Options) (Cluster, error) {
 		return nil, firstErr
 	}
 	return c, nil
+}
+
+// all is every process of the cluster, brokers and controllers.
+func (c *vltavaCluster) all() []*proc {
+	var ps []*proc
+	for _, p := range c.procs {
+		ps = append(ps, p)
+	}
+	for _, p := range c.ctrls {
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // saslConfig is o.Config with the keys of a SASL cluster: clients reach
@@ -209,13 +235,10 @@ func (c *vltavaCluster) createUsers(ctx context.Context, users map[string]string
 	}
 }
 
+// freeAddr picks a loopback port for a broker to bind; testport keeps
+// other test processes and port-0 binds off it.
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("target: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return testport.Reserve()
 }
 
 func writeYAML(path string, cfg map[string]string) error {

@@ -1,10 +1,12 @@
 package acceptance
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,26 +29,68 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 	c := startCluster(t, 3, map[string]string{"transaction.state.log.num.partitions": "3"})
 	createReplicated(t, c, "txn-rf3", 3, 3, nil)
 	ctx := testCtx(t, 3*time.Minute)
-	p := clusterClient(t, c, kgo.TransactionalID("rf3"), kgo.DefaultProduceTopic("txn-rf3"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
-		kgo.RetryTimeout(60*time.Second))
-	want := map[int32][]string{}
-	run := func(name string, commit bool) {
-		t.Helper()
-		if err := p.BeginTransaction(); err != nil {
-			t.Fatalf("%s: begin: %v", name, err)
+	// The producer's own log, printed only if the test fails: a failure
+	// seen once under load ("c2: produce: unknown broker") comes from
+	// inside the client, and its log says which request gave up.
+	plog := &syncLog{}
+	newProducer := func() *kgo.Client {
+		return clusterClient(t, c, kgo.TransactionalID("rf3"), kgo.DefaultProduceTopic("txn-rf3"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
+			kgo.RetryTimeout(60*time.Second), kgo.WithLogger(kgo.BasicLogger(plog, kgo.LogLevelInfo, nil)))
+	}
+	p := newProducer()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("transactional producer log:\n%s", plog.String())
 		}
+	})
+	want := map[int32][]string{}
+	// try runs one transaction; want gains its records once it commits.
+	try := func(name string, commit bool) error {
+		if err := p.BeginTransaction(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		pending := map[int32][]string{}
 		for i := range 6 {
 			r := &kgo.Record{Partition: int32(i % 3), Value: []byte(fmt.Sprintf("%s-%d", name, i))}
 			if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {
-				t.Fatalf("%s: produce: %v", name, err)
+				return fmt.Errorf("produce: %w", err)
 			}
-			if commit {
-				want[r.Partition] = append(want[r.Partition], string(r.Value))
-			}
+			pending[r.Partition] = append(pending[r.Partition], string(r.Value))
 		}
 		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatalf("%s: end (commit %v): %v", name, commit, err)
+			return fmt.Errorf("end (commit %v): %w", commit, err)
+		}
+		if commit {
+			for part, vs := range pending {
+				want[part] = append(want[part], vs...)
+			}
+		}
+		return nil
+	}
+	// run retries a failed transaction with a new producer, as an
+	// application does after a fatal producer error: when the killed
+	// coordinator drops out of franz-go's metadata while an
+	// AddPartitionsToTxn to it is being retried, the client fails the
+	// produce with "unknown broker" and its producer ID for good (seen
+	// under load; the log printed on failure shows it). The new
+	// producer's InitProducerID, same transactional.id, fences the old
+	// one and aborts its open transaction. The retry writes the same
+	// values, so a record of the failed attempt that showed up in
+	// read_committed would be a duplicate the check below catches.
+	run := func(name string, commit bool) {
+		t.Helper()
+		for attempt := 1; ; attempt++ {
+			err := try(name, commit)
+			if err == nil {
+				return
+			}
+			if attempt == 3 {
+				t.Fatalf("%s: %v (attempt %d)", name, err, attempt)
+			}
+			t.Logf("%s: attempt %d: %v; retrying with a new producer", name, attempt, err)
+			p.Close()
+			p = newProducer()
 		}
 	}
 	run("c1", true)
@@ -79,14 +123,33 @@ func TestTransactionsClusterCoordinatorKill9(t *testing.T) {
 			alive = append(alive, b.Addr())
 		}
 	}
-	waitUntil(t, 60*time.Second, "a new transaction coordinator", func() error {
-		cl := newClient(t, alive[0], kgo.SeedBrokers(alive...))
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return err
-		}
-		if co := resp.Coordinators[0]; co.ErrorCode != 0 || co.NodeID == coord {
-			return fmt.Errorf("coordinator %d, %v", co.NodeID, kerr.ErrorForCode(co.ErrorCode))
+	// Ask every surviving broker: one that has not yet seen the kill
+	// still names the dead coordinator, while the producer's metadata
+	// from another no longer lists it, and franz-go fails the produce
+	// with "unknown broker" rather than retry. Wait until all agree.
+	var pinned []*kgo.Broker
+	for _, a := range alive {
+		pinned = append(pinned, newClient(t, a).SeedBrokers()[0])
+	}
+	waitUntil(t, 60*time.Second, "a new transaction coordinator on every broker", func() error {
+		for i, b := range pinned {
+			resp, err := b.Request(ctx, req)
+			if err != nil {
+				return fmt.Errorf("%s: %w", alive[i], err)
+			}
+			co := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
+			if co.ErrorCode != 0 || co.NodeID == coord {
+				return fmt.Errorf("%s: coordinator %d, %v", alive[i], co.NodeID, kerr.ErrorForCode(co.ErrorCode))
+			}
+			mresp, err := b.Request(ctx, kmsg.NewPtrMetadataRequest())
+			if err != nil {
+				return fmt.Errorf("%s: %w", alive[i], err)
+			}
+			for _, mb := range mresp.(*kmsg.MetadataResponse).Brokers {
+				if mb.NodeID == coord {
+					return fmt.Errorf("%s: metadata still lists the killed broker %d", alive[i], coord)
+				}
+			}
 		}
 		return nil
 	})
@@ -314,4 +377,23 @@ func TestTransactionsCoordinatorLoadsOnElection(t *testing.T) {
 		}
 		return fmt.Errorf("not loaded yet")
 	})
+}
+
+// syncLog is a bytes.Buffer a client's goroutines may write while the
+// test reads it.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

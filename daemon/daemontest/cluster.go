@@ -119,6 +119,14 @@ func StartClusterWith(t testing.TB, bin string, o ClusterOptions, args ...string
 		p.WaitReady(t)
 	}
 	c.WaitReady(t)
+	// A process that exited after its port first accepted (a port
+	// someone else answered on, a failed quorum bind) fails the start
+	// here, not as a short Addrs later.
+	for _, p := range c.all() {
+		if !p.Running() {
+			t.Fatalf("vltavad node %d exited during cluster start (%v); log:\n%s", p.nodeID, p.err, p.Log())
+		}
+	}
 	return c
 }
 

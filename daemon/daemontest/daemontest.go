@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/vltava/vltava/core/invariant"
+	"github.com/vltava/vltava/daemon/daemontest/testport"
 )
 
 // StartTimeout bounds how long Start waits for the broker to accept TCP.
@@ -101,15 +102,16 @@ type Proc struct {
 	reaped bool          // the current run's process group was killed
 }
 
-// FreePort returns a loopback address whose port was free a moment ago.
+// FreePort returns a loopback address for a server to bind: free a
+// moment ago, never handed out twice by FreePort in any test process
+// that lives, and outside the kernel's ephemeral range, so neither a
+// port-0 bind nor an outgoing connection takes it first (see testport).
 func FreePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testport.Reserve()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	return addr
 }
 

@@ -206,7 +206,7 @@ func TestDescribeRightAfterCreate(t *testing.T) {
 		name := "fresh" + strconv.Itoa(i)
 		cli(t, boot, "", "topic", "create", name, "-p", "6", "-r", "1")
 		// Ask a broker other than the first, which may have created it.
-		desc := cli(t, c.Addrs()[(i+1)%3], "", "topic", "describe", name)
+		desc := cli(t, c.AllAddrs()[(i+1)%3], "", "topic", "describe", name)
 		rows := 0
 		for _, l := range lines(desc) {
 			if f := strings.Fields(l); len(f) == 6 && f[0] != "PARTITION" {

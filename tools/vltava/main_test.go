@@ -327,20 +327,22 @@ func TestConsumeStopsWhenTopicDeleted(t *testing.T) {
 	cli(t, addr, "a\nb\n", "produce", "doomed")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var out, errOut bytes.Buffer
+	var out, errOut syncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-b", addr, "consume", "doomed"}, strings.NewReader(""), &out, &errOut)
 	}()
-	// Wait until it printed what is there, then delete the topic under it.
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	// Wait until this consume (not another one) printed what is there,
+	// so it is past its start-up check that the topic exists, then
+	// delete the topic under it.
+	for deadline := time.Now().Add(60 * time.Second); strings.Count(out.String(), "\n") < 2; time.Sleep(50 * time.Millisecond) {
 		select {
 		case err := <-done:
-			t.Fatalf("consume ended before the delete: %v", err)
+			t.Fatalf("consume ended before the delete: %v; stderr:\n%s", err, errOut.String())
 		default:
 		}
-		if strings.Count(cli(t, addr, "", "consume", "doomed", "--until-end"), "\n") == 2 {
-			break
+		if time.Now().After(deadline) {
+			t.Fatalf("consume printed %q within 60s, want both records", out.String())
 		}
 	}
 	cli(t, addr, "", "topic", "delete", "doomed")

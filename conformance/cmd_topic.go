@@ -1,15 +1,18 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -86,6 +89,15 @@ func cmdTopic(ts *testscript.TestScript, neg bool, args []string) {
 			for _, r := range resps {
 				err = errors.Join(err, r.Err)
 			}
+		}
+		if err == nil && !neg {
+			// Best effort: a broker may answer a value in another
+			// spelling; the script's own checks then decide.
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			if werr := awaitTopicConfigEverywhere(wctx, s.client(ts), name, alters); werr != nil {
+				ts.Logf("%v", werr)
+			}
+			wcancel()
 		}
 		finish(ts, neg, err)
 	case "delete":
@@ -279,4 +291,30 @@ func cmdDeleteRecords(ts *testscript.TestScript, neg bool, args []string) {
 		r, _ := resps.Lookup(topic, part)
 		fmt.Fprintf(ts.Stdout(), "low-watermark=%d\n", r.LowWatermark)
 	}
+}
+
+// awaitTopicConfigEverywhere waits until every broker's DescribeConfigs
+// of topic answers the values just set. A broker answers from its own
+// copy of the topic configs, which follows the metadata asynchronously
+// (in Kafka and in Vltava alike), so a describe right after an alter
+// could otherwise meet a broker that has not caught up.
+func awaitTopicConfigEverywhere(ctx context.Context, cl *kgo.Client, topic string, alters []kadm.AlterConfig) error {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	req.Resources = append(req.Resources, res)
+	return onEveryBroker(ctx, cl, "topic alter-config: altered, but", "does not answer it yet", func(b *kgo.Broker) (bool, error) {
+		resp, err := req.RequestWith(ctx, b)
+		if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+			return false, err
+		}
+		for _, a := range alters {
+			if !slices.ContainsFunc(resp.Resources[0].Configs, func(c kmsg.DescribeConfigsResponseResourceConfig) bool {
+				return c.Name == a.Name && c.Value != nil && a.Value != nil && *c.Value == *a.Value
+			}) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }

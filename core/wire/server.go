@@ -292,8 +292,8 @@ func (s *Server) startConn(nc net.Conn, lc *ListenerConfig) {
 	}
 	ip, hasIP := remoteIP(nc.RemoteAddr())
 	if why := s.limits.admitLocked(ip, hasIP, len(s.conns)); why != "" {
+		s.stats.refused.Add(1) // before the close: whoever sees the close sees the count
 		nc.Close()
-		s.stats.refused.Add(1)
 		s.refusedLog.log(s.log, slog.LevelWarn, "wire: connection refused: "+why,
 			"remote", nc.RemoteAddr().String(), "listener", lc.Name, "open", len(s.conns))
 		return

@@ -51,9 +51,9 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 		// This node's own transport closing under a request being read:
 		// its clean shutdown, no news either.
 		lvl = slog.LevelDebug
-	case lvl == slog.LevelError && (argContains(args, "connection refused") || argIsEOF(args)):
-		// A peer that is down (stopped, restarting, killed) or closed the
-		// connection as it stopped: worth a warning, and hashicorp/raft
+	case lvl == slog.LevelError && (argContains(args, "connection refused") || argContains(args, "connection reset by peer") || argIsEOF(args)):
+		// A peer that is down (stopped, restarting, killed) or closed (or
+		// reset) the connection as it stopped: worth a warning, and hashicorp/raft
 		// repeats it with a backoff. Peers stopped together (cluster up's
 		// Ctrl-C) see each other's connections end this way.
 		lvl = slog.LevelWarn

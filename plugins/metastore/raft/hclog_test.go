@@ -40,6 +40,11 @@ func TestClosedConnectionIsNoError(t *testing.T) {
 		t.Errorf("a peer closing its connection: %q, want a warning", got)
 	}
 	buf.Reset()
+	sink.Accept("raft-net", hclog.Error, "failed to decode incoming command", "error", "read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer")
+	if got := buf.String(); !strings.Contains(got, "level=WARN") || strings.Contains(got, "level=ERROR") {
+		t.Errorf("a peer resetting its connection as it stopped: %q, want a warning", got)
+	}
+	buf.Reset()
 	sink.Accept("raft", hclog.Error, "failed to appendEntries", "error", "disk full")
 	if !strings.Contains(buf.String(), "level=ERROR") {
 		t.Errorf("a real error was not logged as one: %q", buf.String())

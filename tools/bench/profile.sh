@@ -11,8 +11,21 @@
 #
 # Each phase moves 6 x 293 MiB = 1.72 GiB, so CPU-s/GiB = ticks / 100 /
 # 1.72. The profile covers the broker's whole life (the consume profile
-# includes the one produce). Environment: VLTAVAD, VLTAVA (prebuilt
-# binaries; built from the tree otherwise), TMPDIR (data directory).
+# includes the one produce).
+#
+# Right after the phase, with the broker still up, it measures the kernel
+# floors on this machine at this moment (tools/bench/ceilings --floors,
+# FLOOR_BYTES, 1 GiB by default, in the same data directory): CPU-s/GiB
+# of write(2) into a fresh file, of sendfile(2) over loopback to another
+# process, of a loopback receive and of CRC-32C. A produce's floor is
+# write + receive + CRC-32C, a consume's is sendfile; it prints the
+# broker's figure, the floor and the broker's excess over it. On a VM
+# that returns freed memory to its host the write floor moves by 3× with
+# the host's state, so a broker's figure means little without it.
+# FLOORS=0 skips them.
+#
+# Environment: VLTAVAD, VLTAVA, CEILINGS (prebuilt binaries; built from
+# the tree otherwise), TMPDIR (data directory), FLOOR_BYTES, FLOORS.
 #
 #   tools/bench/profile.sh produce /tmp/produce.prof
 #   go tool pprof -top VLTAVAD /tmp/produce.prof
@@ -29,6 +42,8 @@ cleanup() {
 trap cleanup EXIT
 if [[ -z ${VLTAVAD:-} ]]; then VLTAVAD=$work/vltavad; (cd "$root" && go build -o "$VLTAVAD" ./daemon); fi
 if [[ -z ${VLTAVA:-} ]]; then VLTAVA=$work/vltava; (cd "$root" && go build -o "$VLTAVA" ./tools/vltava); fi
+FLOORS=${FLOORS:-1}
+if [[ $FLOORS != 0 && -z ${CEILINGS:-} ]]; then CEILINGS=$work/ceilings; (cd "$root" && go build -o "$CEILINGS" ./tools/bench/ceilings); fi
 out=$work/out
 : >"$out"
 "$VLTAVAD" --listen 127.0.0.1:0 --data-dir "$work/data" --log-level warn --cpuprofile "$prof" >"$out" 2>&1 &
@@ -59,7 +74,15 @@ consume)
 	;;
 esac
 c1=$(ticks)
-echo "$kind: broker cpu ticks $((c1 - c0)) for 6 x 293 MiB ($(awk -v t=$((c1 - c0)) 'BEGIN{printf "%.3f", t / 100 / (6 * 300000 * 1024 / 2^30)}') cpu-s/GiB), load $(cut -d' ' -f1 /proc/loadavg)"
+perGiB=$(awk -v t=$((c1 - c0)) 'BEGIN{printf "%.3f", t / 100 / (6 * 300000 * 1024 / 2^30)}')
+echo "$kind: broker cpu ticks $((c1 - c0)) for 6 x 293 MiB ($perGiB cpu-s/GiB), load $(cut -d' ' -f1 /proc/loadavg)"
+if [[ $FLOORS != 0 ]]; then
+	"$CEILINGS" --floors --dir "$work" --bytes "${FLOOR_BYTES:-1073741824}" >"$work/floors.json"
+	f() { sed -n "s/.*\"floor_$1_cpu_s_per_gib\":\([0-9.e+-]*\).*/\1/p" "$work/floors.json"; }
+	echo "$kind: kernel floors (cpu-s/GiB): write fresh $(f write_fresh | xargs printf %.3f), recv $(f recv | xargs printf %.3f), crc32c $(f crc32c | xargs printf %.3f), sendfile $(f sendfile | xargs printf %.3f)"
+	floor=$(f "$kind")
+	echo "$kind: broker $perGiB, floor $(printf %.3f "$floor"), excess $(awk -v b="$perGiB" -v f="$floor" 'BEGIN{printf "%.3f (%.0f%% of the broker)", b - f, 100 * (b - f) / b}') cpu-s/GiB, load $(cut -d' ' -f1 /proc/loadavg)"
+fi
 kill "$pid"
 wait "$pid" 2>/dev/null || true
 pid=""

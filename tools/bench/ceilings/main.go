@@ -11,7 +11,11 @@
 //     from a sender goroutine to a receiver goroutine (what one client
 //     connection can carry at best).
 //
-// Each moves --bytes bytes. It prints one JSON object on stdout,
+// Each moves --bytes bytes. With --floors it measures instead the kernel
+// floors in CPU seconds per GiB (floors.go): a write of fresh page-cache
+// pages, sendfile over loopback to another process, a loopback receive
+// from another process, and CRC-32C, and prints them as one JSON object
+// (floorResult). Otherwise it prints one JSON object on stdout,
 //
 //	{"bytes":N,"pagecache_mib_per_sec":X,"loopback_mib_per_sec":Y,
 //	 "fsync_bytes":M,"fsync_chunk":C,"fsync_mib_per_sec":Z,"fsyncs_per_sec":F}
@@ -36,14 +40,31 @@ import (
 const chunk = 1 << 20
 
 func main() {
+	if peer, err := peerMain(); peer {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ceilings: peer:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	dir := flag.String("dir", os.TempDir(), "directory for the page-cache test file (removed afterwards)")
 	bytes := flag.Int64("bytes", 256<<20, "bytes to move in each test")
 	fsyncBytes := flag.Int64("fsync-bytes", 0, "bytes to move in the fsync'd append test (0: skip it)")
 	fsyncChunk := flag.Int("fsync-chunk", chunk, "bytes per write+fsync in the fsync'd append test")
+	floors := flag.Bool("floors", false, "measure the kernel floors in CPU-s/GiB instead (fresh page-cache write, loopback sendfile and receive, CRC-32C)")
 	flag.Parse()
 	if *bytes < chunk {
 		fmt.Fprintln(os.Stderr, "ceilings: --bytes must be at least 1 MiB")
 		os.Exit(2)
+	}
+	if *floors {
+		r, err := measureFloors(*dir, *bytes)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ceilings:", err)
+			os.Exit(1)
+		}
+		json.NewEncoder(os.Stdout).Encode(r)
+		return
 	}
 	pc, err := pageCache(*dir, *bytes)
 	if err != nil {

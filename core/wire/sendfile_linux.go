@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,86 +71,4 @@ func sendFile(tc *net.TCPConn, r FileRange) (calls, sent int64, err error) {
 		return calls, sent, fmt.Errorf("wire: sendfile %s [%d, +%d) at %d: %w", r.File.Name(), r.Pos, r.Len, off, opErr)
 	}
 	return calls, sent, nil
-}
-
-// moreWriter writes byte runs that a file range follows with
-// sendmsg(MSG_MORE): the kernel keeps them in the socket's last,
-// unsent segment, and the sendfile after them fills that segment and
-// pushes it. Written as a plain writev, with TCP_NODELAY set, each run
-// (a partition's header in a fetch response, some tens of bytes) left
-// as a packet of its own: over loopback, a transmit and a receive for
-// the sender and a wake-up of the reader each. Its iovec array is
-// reused across calls.
-type moreWriter struct {
-	iov []unix.Iovec
-}
-
-// write writes bufs whole to tc, waiting on the netpoller while the
-// socket is full, and returns the bytes written.
-func (m *moreWriter) write(tc *net.TCPConn, bufs [][]byte) (int64, error) {
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return 0, fmt.Errorf("wire: write: %w", err)
-	}
-	var sent int64
-	var opErr error
-	werr := rc.Write(func(fd uintptr) bool {
-		for len(bufs) > 0 {
-			n, err := m.sendmsg(fd, bufs)
-			sent += int64(n)
-			bufs = advance(bufs, n)
-			switch {
-			case err == unix.EAGAIN:
-				return false // wait for writability, then call again
-			case err == unix.EINTR:
-			case err != nil:
-				opErr = err
-				return true
-			}
-		}
-		return true
-	})
-	clear(m.iov) // drop the references to bufs
-	if opErr == nil {
-		opErr = werr
-	}
-	if opErr != nil {
-		return sent, fmt.Errorf("wire: write: %w", opErr)
-	}
-	return sent, nil
-}
-
-// sendmsg makes one sendmsg(MSG_MORE) call with bufs (non-empty).
-func (m *moreWriter) sendmsg(fd uintptr, bufs [][]byte) (int, error) {
-	m.iov = m.iov[:0]
-	for _, b := range bufs {
-		if len(b) > 0 {
-			v := unix.Iovec{Base: &b[0]}
-			v.SetLen(len(b))
-			m.iov = append(m.iov, v)
-		}
-	}
-	if len(m.iov) == 0 {
-		return 0, nil
-	}
-	msg := unix.Msghdr{Iov: &m.iov[0]}
-	msg.SetIovlen(len(m.iov))
-	n, _, errno := unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&msg)), unix.MSG_MORE|unix.MSG_NOSIGNAL)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-// advance drops the first n bytes of bufs, and any empty runs at its
-// head.
-func advance(bufs [][]byte, n int) [][]byte {
-	for len(bufs) > 0 && n >= len(bufs[0]) {
-		n -= len(bufs[0])
-		bufs = bufs[1:]
-	}
-	if len(bufs) > 0 {
-		bufs[0] = bufs[0][n:]
-	}
-	return bufs
 }

@@ -14,10 +14,3 @@ const canSendfile = false
 func sendFile(*net.TCPConn, FileRange) (calls, sent int64, err error) {
 	return 0, 0, errors.New("wire: sendfile not supported on this platform")
 }
-
-// moreWriter is not used off Linux (no sendfile path).
-type moreWriter struct{}
-
-func (*moreWriter) write(*net.TCPConn, [][]byte) (int64, error) {
-	return 0, errors.New("wire: MSG_MORE writes not supported on this platform")
-}

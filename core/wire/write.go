@@ -31,7 +31,6 @@ type writer struct {
 	cbuf  []byte      // file data read by the copying path
 	cused int         // bytes of cbuf queued in pend
 	pend  net.Buffers // byte runs not yet written (one writev)
-	more  moreWriter  // writes the runs before a file range (sendfile path)
 }
 
 func newWriter(conn net.Conn, zeroCopy bool, idle time.Duration, stats *counters) *writer {
@@ -86,9 +85,8 @@ func (w *writer) writeRaw(b []byte) error {
 }
 
 // writeBody writes hdr and the frame's runs. Byte runs are gathered and go
-// out in one call before each file range (sendfile path: sendmsg with
-// MSG_MORE, so they share the range's first segment) or each full copy
-// chunk (copy path: writev).
+// out in one writev before each file range (sendfile path) or each full
+// copy chunk (copy path).
 func (w *writer) writeBody(hdr []byte, f *Frame) error {
 	w.pend = append(w.pend[:0], hdr)
 	if f != nil {
@@ -127,18 +125,12 @@ func (w *writer) flush() error {
 	return nil
 }
 
-// sendRange writes pending bytes, held back for r's first segment, then
-// sends r with sendfile.
+// sendRange flushes pending bytes, then sends r with sendfile.
 func (w *writer) sendRange(r FileRange) error {
-	w.deadline()
-	if len(w.pend) > 0 {
-		_, err := w.more.write(w.tcp, w.pend)
-		clear(w.pend)
-		w.pend = w.pend[:0]
-		if err != nil {
-			return err
-		}
+	if err := w.flush(); err != nil {
+		return err
 	}
+	w.deadline()
 	calls, sent, err := sendFile(w.tcp, r)
 	w.stats.sendfileCalls.Add(calls)
 	w.stats.sendfileBytes.Add(sent)

@@ -17,8 +17,10 @@
 # floors on this machine at this moment (tools/bench/ceilings --floors,
 # FLOOR_BYTES, 1 GiB by default, in the same data directory): CPU-s/GiB
 # of write(2) into a fresh file, of sendfile(2) over loopback to another
-# process, of a loopback receive and of CRC-32C. A produce's floor is
-# write + receive + CRC-32C, a consume's is sendfile; it prints the
+# process (streaming, and in 6 MiB answers each followed by a 1-byte
+# reply: one consumer's fetch loop), of a loopback receive and of CRC-32C
+# (over a 64 MiB buffer). A produce's floor is write + receive + CRC-32C,
+# a consume's is the fetch-loop sendfile; it prints the
 # broker's figure, the floor and the broker's excess over it. On a VM
 # that returns freed memory to its host the write floor moves by 3× with
 # the host's state, so a broker's figure means little without it.
@@ -79,7 +81,7 @@ echo "$kind: broker cpu ticks $((c1 - c0)) for 6 x 293 MiB ($perGiB cpu-s/GiB), 
 if [[ $FLOORS != 0 ]]; then
 	"$CEILINGS" --floors --dir "$work" --bytes "${FLOOR_BYTES:-1073741824}" >"$work/floors.json"
 	f() { sed -n "s/.*\"floor_$1_cpu_s_per_gib\":\([0-9.e+-]*\).*/\1/p" "$work/floors.json"; }
-	echo "$kind: kernel floors (cpu-s/GiB): write fresh $(f write_fresh | xargs printf %.3f), recv $(f recv | xargs printf %.3f), crc32c $(f crc32c | xargs printf %.3f), sendfile $(f sendfile | xargs printf %.3f)"
+	echo "$kind: kernel floors (cpu-s/GiB): write fresh $(f write_fresh | xargs printf %.3f), recv $(f recv | xargs printf %.3f), crc32c $(f crc32c | xargs printf %.3f), sendfile $(f sendfile | xargs printf %.3f), sendfile in 6 MiB answers with a round trip $(f sendfile_fetch | xargs printf %.3f)"
 	floor=$(f "$kind")
 	echo "$kind: broker $perGiB, floor $(printf %.3f "$floor"), excess $(awk -v b="$perGiB" -v f="$floor" 'BEGIN{printf "%.3f (%.0f%% of the broker)", b - f, 100 * (b - f) / b}') cpu-s/GiB, load $(cut -d' ' -f1 /proc/loadavg)"
 fi

@@ -13,6 +13,12 @@ package main
 //     1 MiB calls, over one loopback TCP connection to another process
 //     that reads and discards it (a consume's kernel work on the broker's
 //     side: the reader's copy is charged to the reader);
+//   - sendfile_fetch: the same, but in fetchBurst-byte answers, each
+//     followed by a 1-byte reply from the peer before the next (one
+//     consumer's fetch loop: 6 partitions of 1 MiB a request, then a
+//     round trip); the per-answer ramp-up and wake-ups of a
+//     request/response flow cost the sender about twice the streaming
+//     sendfile;
 //   - recv: read(2) in 1 MiB calls from a loopback TCP connection that
 //     another process writes (the socket copy of a produce);
 //   - crc32c: CRC-32C in user space over a 64 MiB buffer, larger than the
@@ -22,7 +28,8 @@ package main
 // CPU is getrusage(RUSAGE_SELF) user + system time of this process across
 // the measured loop; the peer process is not counted, as a client is not
 // in a broker's figure. A produce's floor is write_fresh + recv + crc32c,
-// a consume's is sendfile.
+// a consume's (one fetching client, as in tools/bench/profile.sh) is
+// sendfile_fetch.
 
 import (
 	"errors"
@@ -42,10 +49,13 @@ type floorResult struct {
 	Bytes      int64   `json:"bytes"`
 	WriteFresh float64 `json:"floor_write_fresh_cpu_s_per_gib"`
 	Sendfile   float64 `json:"floor_sendfile_cpu_s_per_gib"`
-	Recv       float64 `json:"floor_recv_cpu_s_per_gib"`
-	CRC32C     float64 `json:"floor_crc32c_cpu_s_per_gib"`
+	// SendfileFetch is sendfile in fetch-sized answers with a round trip
+	// between them.
+	SendfileFetch float64 `json:"floor_sendfile_fetch_cpu_s_per_gib"`
+	Recv          float64 `json:"floor_recv_cpu_s_per_gib"`
+	CRC32C        float64 `json:"floor_crc32c_cpu_s_per_gib"`
 	// Produce and Consume are the floors of a broker's produce (write +
-	// recv + crc32c) and consume (sendfile).
+	// recv + crc32c) and consume (sendfile_fetch).
 	Produce float64 `json:"floor_produce_cpu_s_per_gib"`
 	Consume float64 `json:"floor_consume_cpu_s_per_gib"`
 }
@@ -78,6 +88,16 @@ func peerMain() (bool, error) {
 	case "sink":
 		_, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{c}, make([]byte, chunk))
 		return true, err
+	case "fetcher":
+		buf := make([]byte, fetchBurst)
+		for {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return true, nil // the sender closed after its last answer
+			}
+			if _, err := c.Write([]byte{1}); err != nil {
+				return true, err
+			}
+		}
 	case "source":
 		buf := filled(chunk)
 		for n := int64(0); n < total; n += chunk {
@@ -114,8 +134,11 @@ func measureFloors(dir string, total int64) (floorResult, error) {
 	if r.WriteFresh, err = writeFresh(path, total); err != nil {
 		return r, fmt.Errorf("write floor: %w", err)
 	}
-	if r.Sendfile, err = sendfileFloor(path, total); err != nil {
+	if r.Sendfile, err = sendfileFloor(path, total, 0); err != nil {
 		return r, fmt.Errorf("sendfile floor: %w", err)
+	}
+	if r.SendfileFetch, err = sendfileFloor(path, total, fetchBurst); err != nil {
+		return r, fmt.Errorf("sendfile fetch floor: %w", err)
 	}
 	os.Remove(path) // its pages go back before the next floor
 	if r.Recv, err = recvFloor(total); err != nil {
@@ -123,7 +146,7 @@ func measureFloors(dir string, total int64) (floorResult, error) {
 	}
 	r.CRC32C = crcFloor(total)
 	r.Produce = r.WriteFresh + r.Recv + r.CRC32C
-	r.Consume = r.Sendfile
+	r.Consume = r.SendfileFetch
 	return r, nil
 }
 
@@ -191,20 +214,40 @@ func startPeer(role string, total int64) (*net.TCPConn, *exec.Cmd, error) {
 	}
 }
 
+// fetchBurst is the answer size of the sendfile_fetch floor: a default
+// consumer's fetch of 6 partitions (tools/bench/profile.sh's topic) at
+// its 1 MiB per partition.
+const fetchBurst = 6 << 20
+
 // sendfileFloor sends the file at path (total bytes, cached) to a reading
 // peer process with sendfile and returns the CPU-s/GiB the sending cost.
-func sendfileFloor(path string, total int64) (float64, error) {
+// With burst > 0 it sends burst bytes at a time and waits for the peer's
+// 1-byte reply after each (total is cut to whole bursts).
+func sendfileFloor(path string, total, burst int64) (float64, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer fh.Close()
-	c, cmd, err := startPeer("sink", total)
+	role := "sink"
+	if burst > 0 {
+		role, total = "fetcher", total-total%burst
+	}
+	c, cmd, err := startPeer(role, total)
 	if err != nil {
 		return 0, err
 	}
 	c0 := cpuNow()
-	sendErr := sendFileTo(c, fh, total)
+	var sendErr error
+	if burst == 0 {
+		sendErr = sendFileTo(c, fh, 0, total)
+	}
+	reply := make([]byte, 1)
+	for off := int64(0); burst > 0 && off < total && sendErr == nil; off += burst {
+		if sendErr = sendFileTo(c, fh, off, burst); sendErr == nil {
+			_, sendErr = io.ReadFull(c, reply)
+		}
+	}
 	cpu := cpuNow() - c0
 	c.Close()
 	if err := cmd.Wait(); err != nil && sendErr == nil {

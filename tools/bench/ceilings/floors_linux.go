@@ -10,10 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sendFileTo sends the first total bytes of f to c with sendfile(2), at
-// most one chunk per call, waiting on the netpoller when the socket is
+// sendFileTo sends n bytes of f from offset start to c with sendfile(2),
+// at most one chunk per call, waiting on the netpoller when the socket is
 // full, as the broker's fetch path does (core/wire).
-func sendFileTo(c *net.TCPConn, f *os.File, total int64) error {
+func sendFileTo(c *net.TCPConn, f *os.File, start, n int64) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
@@ -22,12 +22,12 @@ func sendFileTo(c *net.TCPConn, f *os.File, total int64) error {
 	if err != nil {
 		return err
 	}
-	var off int64
+	off, end := start, start+n
 	var opErr error
 	ctlErr := fc.Control(func(ffd uintptr) {
 		werr := rc.Write(func(sfd uintptr) bool {
-			for off < total {
-				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(total-off, chunk)))
+			for off < end {
+				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(end-off, chunk)))
 				switch {
 				case err == unix.EAGAIN:
 					return false

@@ -8,9 +8,9 @@ import (
 	"os"
 )
 
-// sendFileTo sends the first total bytes of f to c (the standard
+// sendFileTo sends n bytes of f from offset start to c (the standard
 // library's zero-copy path where the platform has one).
-func sendFileTo(c *net.TCPConn, f *os.File, total int64) error {
-	_, err := io.Copy(c, io.NewSectionReader(f, 0, total))
+func sendFileTo(c *net.TCPConn, f *os.File, start, n int64) error {
+	_, err := io.Copy(c, io.NewSectionReader(f, start, n))
 	return err
 }

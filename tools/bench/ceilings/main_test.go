@@ -50,10 +50,10 @@ func TestFloorsMeasureEveryFloor(t *testing.T) {
 	if r.Bytes != 8<<20 {
 		t.Errorf("bytes %d, want %d", r.Bytes, 8<<20)
 	}
-	if r.WriteFresh < 0 || r.Sendfile < 0 || r.Recv < 0 || r.CRC32C < 0 {
+	if r.WriteFresh < 0 || r.Sendfile < 0 || r.SendfileFetch < 0 || r.Recv < 0 || r.CRC32C < 0 {
 		t.Errorf("negative floor: %+v", r)
 	}
-	if r.Produce != r.WriteFresh+r.Recv+r.CRC32C || r.Consume != r.Sendfile {
+	if r.Produce != r.WriteFresh+r.Recv+r.CRC32C || r.Consume != r.SendfileFetch {
 		t.Errorf("produce/consume floors not the sums of their parts: %+v", r)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {

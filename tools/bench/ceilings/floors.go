@@ -287,14 +287,14 @@ func recvFloor(total int64) (float64, error) {
 const crcBuf = 64 << 20
 
 // crcFloor returns the CPU-s/GiB of CRC-32C over total bytes, taken
-// 1 MiB at a time from a crcBuf-byte buffer.
+// 1 MiB at a time from a buffer of crcBuf bytes (total, if smaller).
 func crcFloor(total int64) float64 {
-	buf := filled(crcBuf)
+	buf := filled(int(min(crcBuf, total)))
 	tab := crc32.MakeTable(crc32.Castagnoli)
 	var sum uint32
 	c0 := cpuNow()
 	for n := int64(0); n < total; n += chunk {
-		off := n % crcBuf
+		off := n % int64(len(buf))
 		sum = crc32.Update(sum, tab, buf[off:off+chunk])
 	}
 	cpu := cpuNow() - c0

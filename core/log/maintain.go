@@ -178,20 +178,29 @@ func (l *Log) Maintain(now time.Time, hw int64) error {
 // end, where Open would drop it. adminMu keeps Truncate (and Close) out
 // meanwhile, so the offset still holds the batches the state describes.
 func (l *Log) flushWithSnapshot(now time.Time) error {
+	due := func() bool {
+		l.mu.RLock()
+		at, closed := l.written, l.closed
+		l.mu.RUnlock()
+		return !closed && at > l.snapshotAt && now.Sub(l.snapshotTime) >= snapshotInterval
+	}
+	l.appendMu.Lock()
+	ok := due()
+	l.appendMu.Unlock()
+	if !ok {
+		return l.Flush() // as before: no snapshot, no adminMu
+	}
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
 	l.appendMu.Lock()
 	l.mu.RLock()
-	at, closed := l.written, l.closed
+	at := l.written
 	l.mu.RUnlock()
 	var data []byte
-	if !closed && at > l.snapshotAt && now.Sub(l.snapshotTime) >= snapshotInterval {
+	if due() {
 		data = encodeSnapshot(l.producers, l.txns.snapshot(l.StartOffset()))
 	}
 	l.appendMu.Unlock()
-	if closed {
-		return ErrClosed
-	}
 	if err := l.Flush(); err != nil || data == nil {
 		return err
 	}

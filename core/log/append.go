@@ -417,6 +417,8 @@ func (l *Log) rollLocked() error {
 	l.mu.Unlock()
 	if err := writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), false); err != nil {
 		l.config().Logger.Warn("log: producer snapshot failed", "dir", l.dir, "err", err)
+	} else {
+		l.snapshotAt, l.snapshotTime = end, time.Now()
 	}
 	return nil
 }

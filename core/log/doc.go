@@ -136,8 +136,14 @@
 // (no transaction fields, no aborted list) is still read.
 //
 // Written at every roll (not fsynced: the CRC rejects a torn one and an
-// older snapshot or the log headers take over) and at Close (fsynced). The
-// three newest are kept; snapshots above the log end are deleted.
+// older snapshot or the log headers take over), at Close (fsynced), and
+// by Maintain's flushes (flush.ms, the checkpoint after data-only fsyncs)
+// at most every 10 s, at the offset that flush made durable (not
+// fsynced), so that a crash of a flushed log rebuilds producer state from
+// a recent offset rather than from the last roll.
+// INVARIANT: a snapshot written by a flush names an offset at or below
+// the recovery point. The three newest are kept; snapshots above the log
+// end are deleted.
 //
 // # Transactions (txn.go)
 //

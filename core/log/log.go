@@ -85,6 +85,7 @@ func (c Config) normalized() Config {
 const (
 	idleClose          = 5 * time.Second  // close inactive segment files unused this long
 	checkpointInterval = 10 * time.Second // advance the recovery point after data-only fsyncs
+	snapshotInterval   = 10 * time.Second // least time between the producer snapshots Maintain's flushes write
 )
 
 // Log is one partition's durable log: a directory of segments. Append is
@@ -107,6 +108,11 @@ type Log struct {
 	txns      txnIndex                     // open and aborted transactions (txn.go)
 	guards    map[int64]*VerificationGuard // transaction checks in flight, by producer (txn.go); guarded by appendMu
 	lastWrite writtenAt                    // where the last append's bytes start; guarded by appendMu
+	// snapshotAt is the offset of the newest producer snapshot this
+	// process wrote or Open loaded (-1: none), snapshotTime when; both
+	// guarded by appendMu (flushWithSnapshot).
+	snapshotAt   int64
+	snapshotTime time.Time
 
 	mu              sync.RWMutex
 	cfg             Config
@@ -286,6 +292,7 @@ func (l *Log) writeCleanState(end int64) error {
 		if err := writeSnapshot(l.dir, end, l.producers, l.txns.snapshot(l.StartOffset()), true); err != nil {
 			return err
 		}
+		l.snapshotAt, l.snapshotTime = end, time.Now()
 	}
 	return writeFileAtomic(l.dir, cleanShutdownFile, encodeCleanMarker(end, l.cleanTable()), true)
 }

@@ -152,7 +152,7 @@ func (l *Log) Maintain(now time.Time, hw int64) error {
 		(l.recoveryPoint < l.syncedOffset && now.Sub(l.lastCheckpoint) >= checkpointInterval)
 	l.mu.RUnlock()
 	if needFlush {
-		errs = append(errs, l.Flush())
+		errs = append(errs, l.flushWithSnapshot(now))
 	}
 	_, err := l.ApplyRetention(now, hw)
 	errs = append(errs, err)
@@ -164,6 +164,67 @@ func (l *Log) Maintain(now time.Time, hw int64) error {
 		errs = append(errs, s.closeIfIdle(idleBefore))
 	}
 	return errors.Join(errs...)
+}
+
+// flushWithSnapshot is Maintain's Flush. At most every snapshotInterval
+// it also writes a producer snapshot at the offset the flush makes
+// durable, so that Open after a crash of a flushed log rebuilds producer
+// state from the batch headers after that offset, not from the last roll
+// (up to segment.bytes of headers): a restart after kill -9 reads a
+// bounded tail however large the active segment is. The state is taken
+// under appendMu at the written end, the flush covers that end, and only
+// then is the file written, so a snapshot never names an offset the
+// recovery point does not cover: a crash can not leave it above the log
+// end, where Open would drop it. adminMu keeps Truncate (and Close) out
+// meanwhile, so the offset still holds the batches the state describes.
+func (l *Log) flushWithSnapshot(now time.Time) error {
+	due := func() bool {
+		l.mu.RLock()
+		at, closed := l.written, l.closed
+		l.mu.RUnlock()
+		return !closed && at > l.snapshotAt && now.Sub(l.snapshotTime) >= snapshotInterval
+	}
+	l.appendMu.Lock()
+	ok := due()
+	l.appendMu.Unlock()
+	if !ok {
+		return l.Flush() // as before: no snapshot, no adminMu
+	}
+	l.adminMu.Lock()
+	defer l.adminMu.Unlock()
+	l.appendMu.Lock()
+	l.mu.RLock()
+	at := l.written
+	l.mu.RUnlock()
+	var data []byte
+	if due() {
+		data = encodeSnapshot(l.producers, l.txns.snapshot(l.StartOffset()))
+	}
+	l.appendMu.Unlock()
+	if err := l.Flush(); err != nil || data == nil {
+		return err
+	}
+	l.mu.RLock()
+	covered := l.recoveryPoint >= at
+	l.mu.RUnlock()
+	if invariant.Enabled {
+		// INVARIANT (doc.go, producer snapshot): a snapshot written
+		// outside a roll or Close names a durable offset.
+		invariant.Check(covered, "log %s: producer snapshot at %d above the recovery point after a flush", l.dir, at)
+	}
+	if !covered {
+		return nil
+	}
+	if err := writeSnapshotData(l.dir, at, data, false); err != nil {
+		l.config().Logger.Warn("log: producer snapshot failed", "dir", l.dir, "err", err)
+		return nil
+	}
+	l.appendMu.Lock()
+	if at > l.snapshotAt {
+		l.snapshotAt, l.snapshotTime = at, now
+	}
+	l.appendMu.Unlock()
+	return nil
 }
 
 // ApplyRetention deletes the oldest segments whose max timestamp is older

@@ -564,6 +564,7 @@ func (l *Log) loadProducers() error {
 	if err != nil {
 		return err
 	}
+	l.snapshotAt, l.snapshotTime = from, time.Now()
 	if from < 0 {
 		from = 0
 	}

@@ -294,7 +294,12 @@ func snapshotPath(dir string, off int64) string {
 // writeSnapshot stores ps as the state at offset end and removes old
 // snapshots beyond the newest keptSnapshots.
 func writeSnapshot(dir string, end int64, ps producerState, aborted []AbortedTxn, durable bool) error {
-	if err := writeFileAtomic(dir, segName(end)+snapshotSuffix, encodeSnapshot(ps, aborted), durable); err != nil {
+	return writeSnapshotData(dir, end, encodeSnapshot(ps, aborted), durable)
+}
+
+// writeSnapshotData is writeSnapshot of an encoded snapshot.
+func writeSnapshotData(dir string, end int64, data []byte, durable bool) error {
+	if err := writeFileAtomic(dir, segName(end)+snapshotSuffix, data, durable); err != nil {
 		return err
 	}
 	offs, err := listSnapshots(dir)

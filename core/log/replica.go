@@ -130,6 +130,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		return err
 	}
 	l.producers, l.prunedAt = producerState{}, offset
+	l.snapshotAt = -1
 	l.txns.reset(l.producers, nil)
 	return nil
 }

@@ -14,6 +14,10 @@ import (
 // ID, as decimal ASCII ("1000"). An absent key means 0.
 const producerIDsKey = "/producer-ids/next"
 
+// errProducerIDsCorrupt: producerIDsKey holds something else than a
+// producer ID.
+var errProducerIDsCorrupt = errors.New("broker: not a producer ID")
+
 // producerIDBlock is how many producer IDs one store write reserves.
 const producerIDBlock = 1000
 
@@ -34,14 +38,20 @@ type producerIDs struct {
 }
 
 // allocate returns a producer ID never returned before by any broker using
-// store. It writes to the store once per producerIDBlock IDs; the lock is
-// held during that write so concurrent callers wait for the new block
-// instead of reserving several.
-func (p *producerIDs) allocate(ctx context.Context, store sdk.MetadataStore) (int64, error) {
+// store. It writes to the store once per producerIDBlock IDs, and only
+// then calls begin, which may refuse the write (the store is unreachable)
+// and bounds it; the lock is held during that write so concurrent callers
+// wait for the new block instead of reserving several.
+func (p *producerIDs) allocate(ctx context.Context, store sdk.MetadataStore, begin func(context.Context) (context.Context, context.CancelFunc, error)) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.next >= p.end {
-		if err := p.reserveLocked(ctx, store); err != nil {
+		wctx, cancel, err := begin(ctx)
+		if err == nil {
+			err = p.reserveLocked(wctx, store)
+		}
+		cancel()
+		if err != nil {
 			return -1, err
 		}
 	}
@@ -88,7 +98,7 @@ func readNextProducerID(ctx context.Context, store sdk.MetadataStore) (next, ver
 	}
 	next, err = strconv.ParseInt(string(got.Value), 10, 64)
 	if err != nil || next < 0 || next > 1<<62 {
-		return 0, 0, fmt.Errorf("broker: %s holds %q, not a producer ID", producerIDsKey, got.Value)
+		return 0, 0, fmt.Errorf("%w: %s holds %q", errProducerIDsCorrupt, producerIDsKey, got.Value)
 	}
 	return next, got.Version, nil
 }

@@ -48,9 +48,13 @@ func outageWriteCases(target []int32) []writeCase {
 		{name: "AlterUserScramCredentials", req: upsertSCRAM, refused: timedOut, applied: scramExists},
 		{name: "AlterClientQuotas", req: setQuota, refused: timedOut, applied: quotaExists},
 		{name: "IncrementalAlterConfigs", req: incrementalAlter, refused: timedOut,
-			applied: func(t *testing.T, cl *kgo.Client) (bool, string) { return topicConfigIs(t, cl, "retention.ms", outageRetains) }},
+			applied: func(t *testing.T, cl *kgo.Client) (bool, string) {
+				return topicConfigIs(t, cl, "retention.ms", outageRetains)
+			}},
 		{name: "AlterConfigs", req: legacyAlter, refused: timedOut,
-			applied: func(t *testing.T, cl *kgo.Client) (bool, string) { return topicConfigIs(t, cl, "segment.bytes", outageSegment) }},
+			applied: func(t *testing.T, cl *kgo.Client) (bool, string) {
+				return topicConfigIs(t, cl, "segment.bytes", outageSegment)
+			}},
 		{name: "CreatePartitions", req: createPartitions, refused: timedOut, alsoOK: kerr.InvalidPartitions.Code,
 			applied: func(t *testing.T, cl *kgo.Client) (bool, string) {
 				md := topicMetadata(t, cl, outageParts)

@@ -118,8 +118,8 @@
 // answered at once, before any part of it is written, with the retriable
 // code a Kafka broker gives while its controller quorum is unavailable
 // (a forwarded request that times out is REQUEST_TIMED_OUT; a producer
-// ID block not granted is COORDINATOR_LOAD_IN_PROGRESS), and a message
-// saying the metadata store is unreachable:
+// ID block not granted is COORDINATOR_LOAD_IN_PROGRESS) and, where the
+// response has one, a message saying the metadata store is unreachable:
 //
 //	CreateTopics, DeleteTopics, CreatePartitions      REQUEST_TIMED_OUT
 //	AlterConfigs, IncrementalAlterConfigs (topics)    REQUEST_TIMED_OUT
@@ -137,9 +137,13 @@
 // started during the outage gets its producer ID once the store is back.
 // Before the lease lapses (at most broker.session.timeout.ms into the
 // outage) the store calls of CreateAcls, DeleteAcls, AlterClientQuotas,
-// AlterUserScramCredentials, AlterConfigs and producer-ID blocks are
-// bounded by 5 s (storewrite.go), answered REQUEST_TIMED_OUT (the
-// outcome of a write then is unknown, as in Kafka), so the client gets an
-// answer within its own request timeout. TestStoreOutageRefusesMetadataWrites
+// AlterUserScramCredentials and AlterConfigs are bounded by 5 s
+// (storewrite.go) and answered REQUEST_TIMED_OUT (the outcome of a write
+// then is unknown, as in Kafka); InitProducerId, waiting for another
+// request's block reservation included, is bounded the same way and
+// answered COORDINATOR_LOAD_IN_PROGRESS. So the client gets an answer
+// within its own request timeout (CreateTopics, DeleteTopics,
+// CreatePartitions, ElectLeaders and reassignments carry a timeout of
+// their own, and the store bounds each call). TestStoreOutageRefusesMetadataWrites
 // (daemon/acceptance) checks each on raft, ZooKeeper and etcd.
 package broker

@@ -46,10 +46,18 @@ func (b *Broker) beginStoreWrite(ctx context.Context) (context.Context, context.
 
 // allocateProducerID hands out a producer ID (producerIDs): from this
 // broker's block without the store, else by reserving a new block, which
-// is refused while the store is unreachable and bounded by
+// is refused while the store is unreachable; the call, waiting for
+// another request's reservation included, is bounded by
 // storeWriteTimeout.
 func (b *Broker) allocateProducerID(ctx context.Context) (int64, error) {
-	return b.pids.allocate(ctx, b.store, b.beginStoreWrite)
+	ctx, cancel := context.WithTimeout(ctx, storeWriteTimeout)
+	defer cancel()
+	return b.pids.allocate(ctx, b.store, func() error {
+		if _, msg, ok := b.storeUnreachable(); ok {
+			return &errStoreRefused{msg: msg}
+		}
+		return nil
+	})
 }
 
 // producerIDErrorCode is the code InitProducerId (and an EndTxn that

@@ -22,6 +22,11 @@ package broker
 //     does not lead the ID's __transaction_state partition,
 //     CONCURRENT_TRANSACTIONS while its markers are written,
 //     INVALID_TRANSACTION_TIMEOUT above transaction.max.timeout.ms.
+//   - A new producer ID that needs a new block from the metadata store
+//     while the store is unreachable (or does not answer in time) is the
+//     retriable COORDINATOR_LOAD_IN_PROGRESS, as a Kafka broker answers
+//     while waiting for its controller's next block (storewrite.go); an
+//     ID of the broker's current block needs no store and is handed out.
 
 import (
 	"context"
@@ -46,10 +51,10 @@ func handleInitProducerID(b *Broker, ctx context.Context, req *wire.Request) (*w
 		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = b.txns.initProducer(ctx, *r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch)
 		return reply(resp)
 	}
-	id, err := b.pids.allocate(ctx, b.store)
+	id, err := b.allocateProducerID(ctx)
 	if err != nil {
 		b.logger.Warn("broker: init producer id", "err", err)
-		resp.ErrorCode = storeErrorCode(err)
+		resp.ErrorCode = producerIDErrorCode(err)
 		return reply(resp)
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0

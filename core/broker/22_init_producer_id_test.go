@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -70,5 +71,44 @@ func TestInitProducerIDRefusals(t *testing.T) {
 	resp := request[*kmsg.InitProducerIDResponse](t, cl, req)
 	if resp.ErrorCode != 0 || resp.ProducerID == first {
 		t.Fatalf("bump: %v, id %d (was %d); want a new ID", kerr.ErrorForCode(resp.ErrorCode), resp.ProducerID, first)
+	}
+}
+
+// TestInitProducerIDConcurrentUnique: clients asking at once, across
+// block boundaries (one reserves while the others wait for its block),
+// never get the same producer ID.
+func TestInitProducerIDConcurrentUnique(t *testing.T) {
+	b := testBroker(t)
+	const clients, each = 6, producerIDBlock / 2
+	ids := make(chan int64, clients*each)
+	var wg sync.WaitGroup
+	for range clients {
+		cl := testClient(t, b)
+		wg.Go(func() {
+			for range each {
+				resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(t.Context(), cl)
+				if err != nil {
+					t.Errorf("init producer id: %v", err)
+					return
+				}
+				if resp.ErrorCode != 0 {
+					t.Errorf("init producer id: %v", kerr.ErrorForCode(resp.ErrorCode))
+					return
+				}
+				ids <- resp.ProducerID
+			}
+		})
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[int64]bool{}
+	for id := range ids {
+		if seen[id] {
+			t.Fatalf("producer ID %d handed out twice", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != clients*each {
+		t.Fatalf("%d producer IDs, want %d", len(seen), clients*each)
 	}
 }

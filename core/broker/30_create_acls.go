@@ -6,7 +6,9 @@ package broker
 // succeeds and changes nothing, as in Kafka. Every broker follows the
 // keys (acl.Authorizer.Follow), so a binding is enforced cluster-wide
 // within a watch round trip. Without an authorizer the API answers
-// SECURITY_DISABLED, as Kafka's does.
+// SECURITY_DISABLED, as Kafka's does. While the metadata store is
+// unreachable every creation is refused with REQUEST_TIMED_OUT before
+// any is written (beginStoreWrite).
 
 import (
 	"context"
@@ -23,6 +25,8 @@ func handleCreateACLs(b *Broker, ctx context.Context, req *wire.Request) (*wire.
 	r := req.Body.(*kmsg.CreateACLsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
 	var created []string
+	wctx, cancel, refused := b.beginStoreWrite(ctx)
+	defer cancel()
 	for _, c := range r.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
 		bd := acl.Binding{
@@ -37,8 +41,10 @@ func handleCreateACLs(b *Broker, ctx context.Context, req *wire.Request) (*wire.
 			res.ErrorCode = kerr.SecurityDisabled.Code
 		case err != nil:
 			res.ErrorCode, res.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
+		case refused != nil:
+			res.ErrorCode, res.ErrorMessage = storeErrorCode(refused), kmsg.StringPtr(refused.Error())
 		default:
-			if _, err := b.store.Put(ctx, &sdk.PutRequest{Key: bd.Key(), Value: acl.Encode(bd), ExpectVersion: sdk.AnyVersion}); err != nil {
+			if _, err := b.store.Put(wctx, &sdk.PutRequest{Key: bd.Key(), Value: acl.Encode(bd), ExpectVersion: sdk.AnyVersion}); err != nil {
 				res.ErrorCode, res.ErrorMessage = storeErrorCode(err), kmsg.StringPtr(err.Error())
 			} else {
 				b.logger.Info("broker: ACL created", "acl", bd.String(), "by", whoOf(req).p.String())

@@ -3,7 +3,10 @@ package broker
 // DeleteAcls (key 31), v0–3 (v1 adds pattern types, KIP-290; v2 is
 // flexible). Each filter deletes the stored bindings it selects and
 // answers them; a binding deleted meanwhile by someone else is not
-// reported. Filters are applied in order against one listing.
+// reported. Filters are applied in order against one listing. While the
+// metadata store is unreachable every filter is refused with
+// REQUEST_TIMED_OUT before anything is listed or deleted
+// (beginStoreWrite).
 
 import (
 	"context"
@@ -23,9 +26,10 @@ func handleDeleteACLs(b *Broker, ctx context.Context, req *wire.Request) (*wire.
 	r := req.Body.(*kmsg.DeleteACLsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
 	var bindings []acl.Binding
-	var listErr error
-	if b.authz != nil {
-		bindings, listErr = b.storedACLs(ctx)
+	wctx, cancel, listErr := b.beginStoreWrite(ctx)
+	defer cancel()
+	if b.authz != nil && listErr == nil {
+		bindings, listErr = b.storedACLs(wctx)
 	}
 	deleted := map[string]bool{}
 	for _, in := range r.Filters {
@@ -52,7 +56,7 @@ func handleDeleteACLs(b *Broker, ctx context.Context, req *wire.Request) (*wire.
 				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
 				m.ResourceType, m.ResourceName, m.ResourcePatternType = bd.ResourceType, bd.ResourceName, bd.PatternType
 				m.Principal, m.Host, m.Operation, m.PermissionType = bd.Principal, bd.Host, bd.Operation, bd.Permission
-				_, err := b.store.Delete(ctx, &sdk.DeleteRequest{Key: bd.Key(), ExpectVersion: sdk.AnyVersion})
+				_, err := b.store.Delete(wctx, &sdk.DeleteRequest{Key: bd.Key(), ExpectVersion: sdk.AnyVersion})
 				switch {
 				case errors.Is(err, sdk.ErrNotFound):
 					continue // deleted meanwhile

@@ -23,11 +23,15 @@ import (
 // two concurrent changes to one entity both take effect; a key left with
 // no values is deleted. Every broker follows the keys (core/quota), so a
 // change is enforced cluster-wide within a watch round trip. Entries
-// succeed or fail independently.
+// succeed or fail independently. While the metadata store is unreachable
+// every entry is refused with REQUEST_TIMED_OUT before any is written
+// (beginStoreWrite).
 
 func handleAlterClientQuotas(b *Broker, ctx context.Context, req *wire.Request) (*wire.Response, error) {
 	r := req.Body.(*kmsg.AlterClientQuotasRequest)
 	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	wctx, cancel, refused := b.beginStoreWrite(ctx)
+	defer cancel()
 	for _, in := range r.Entries {
 		out := kmsg.AlterClientQuotasResponseEntry{}
 		for _, e := range in.Entity {
@@ -35,8 +39,11 @@ func handleAlterClientQuotas(b *Broker, ctx context.Context, req *wire.Request) 
 		}
 		e, ops, err := parseQuotaAlteration(in)
 		if err == nil && !r.ValidateOnly {
+			err = refused
+		}
+		if err == nil && !r.ValidateOnly {
 			var now quota.Values
-			if now, err = b.alterQuota(ctx, e, ops); err == nil {
+			if now, err = b.alterQuota(wctx, e, ops); err == nil {
 				b.awaitLocalQuota(ctx, e, now)
 			}
 		}

@@ -13,7 +13,10 @@ package broker
 //   - UNACCEPTABLE_CREDENTIAL: an empty user name, iterations outside
 //     4096..16384, an empty salt, or a salted password of the wrong size;
 //   - DUPLICATE_RESOURCE: one user and mechanism changed twice;
-//   - RESOURCE_NOT_FOUND: deleting a credential that does not exist.
+//   - RESOURCE_NOT_FOUND: deleting a credential that does not exist;
+//   - REQUEST_TIMED_OUT: the metadata store is unreachable (every user's
+//     changes refused before any is written: beginStoreWrite) or did not
+//     answer in time.
 //
 // The user name and mechanism are logged; nothing secret is.
 
@@ -93,12 +96,17 @@ func handleAlterUserSCRAMCredentials(b *Broker, ctx context.Context, req *wire.R
 		}
 		add(u.Name, scramChange{mech: mech, cred: &cred})
 	}
+	wctx, cancel, refused := b.beginStoreWrite(ctx)
+	defer cancel()
 	for _, user := range order {
 		res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		res.User = user
 		err := failed[user]
 		if err == nil {
-			err = b.applySCRAMChanges(ctx, user, changes[user])
+			err = refused
+		}
+		if err == nil {
+			err = b.applySCRAMChanges(wctx, user, changes[user])
 		}
 		if err != nil {
 			var ke *kerr.Error

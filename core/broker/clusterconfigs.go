@@ -63,12 +63,16 @@ func (b *Broker) applyTopicRecord(ct cluster.Topic) error {
 // the cluster, then published here at once (the watcher's ApplyTopic
 // for the same version is then a no-op).
 func (b *Broker) alterClusterTopicConfigs(ctx context.Context, name string, edit func(cur map[string]string) (map[string]string, errorCode, string)) (errorCode, string) {
-	if code, msg, ok := b.storeUnreachable(); ok {
-		return code, msg
+	// AlterConfigs carries no timeout: bound the store's part
+	// (beginStoreWrite), refused at once while the store is unreachable.
+	wctx, cancel, err := b.beginStoreWrite(ctx)
+	defer cancel()
+	if err != nil {
+		return storeErrorCode(err), err.Error()
 	}
 	var code errorCode
 	var msg string
-	ct, err := b.cl.node.AlterTopicConfigs(ctx, name, func(cur map[string]string) (map[string]string, error) {
+	ct, err := b.cl.node.AlterTopicConfigs(wctx, name, func(cur map[string]string) (map[string]string, error) {
 		next, c, m := edit(cur)
 		if c == 0 {
 			c, m = checkTopicConfigs(b.cfg, next)

@@ -109,4 +109,41 @@
 // /producer-ids/next holds the next unallocated producer ID. A broker
 // reserves a block of IDs with compare-and-set and hands them out from
 // memory, so InitProducerId costs a store write once per block.
+//
+// # Metadata writes while the store is unreachable
+//
+// While this broker's lease on the metadata store has lapsed (it leads on
+// through a whole-store outage, or is fenced: core/cluster, "When the
+// whole store is down"), every request that would write the store is
+// answered at once, before any part of it is written, with the retriable
+// code a Kafka broker gives while its controller quorum is unavailable
+// (a forwarded request that times out is REQUEST_TIMED_OUT; a producer
+// ID block not granted is COORDINATOR_LOAD_IN_PROGRESS) and, where the
+// response has one, a message saying the metadata store is unreachable:
+//
+//	CreateTopics, DeleteTopics, CreatePartitions      REQUEST_TIMED_OUT
+//	AlterConfigs, IncrementalAlterConfigs (topics)    REQUEST_TIMED_OUT
+//	ElectLeaders, AlterPartitionReassignments         REQUEST_TIMED_OUT
+//	CreateAcls, DeleteAcls                            REQUEST_TIMED_OUT
+//	AlterClientQuotas, AlterUserScramCredentials      REQUEST_TIMED_OUT
+//	InitProducerId (a new block needed), EndTxn that  COORDINATOR_LOAD_IN_PROGRESS
+//	  needs a new producer ID (epoch exhausted)
+//
+// Creating a topic automatically (Metadata, __consumer_offsets,
+// __transaction_state) fails the same way underneath.
+// InitProducerId from the broker's current block, produce, fetch, group
+// and transaction requests (their state lives in Kafka logs) are served.
+// franz-go and the Java client retry both codes; an idempotent producer
+// started during the outage gets its producer ID once the store is back.
+// Before the lease lapses (at most broker.session.timeout.ms into the
+// outage) the store calls of CreateAcls, DeleteAcls, AlterClientQuotas,
+// AlterUserScramCredentials and AlterConfigs are bounded by 5 s
+// (storewrite.go) and answered REQUEST_TIMED_OUT (the outcome of a write
+// then is unknown, as in Kafka); InitProducerId, waiting for another
+// request's block reservation included, is bounded the same way and
+// answered COORDINATOR_LOAD_IN_PROGRESS. So the client gets an answer
+// within its own request timeout (CreateTopics, DeleteTopics,
+// CreatePartitions, ElectLeaders and reassignments carry a timeout of
+// their own, and the store bounds each call). TestStoreOutageRefusesMetadataWrites
+// (daemon/acceptance) checks each on raft, ZooKeeper and etcd.
 package broker

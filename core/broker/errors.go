@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,7 +25,10 @@ var (
 // sees: a store that is down is retriable, anything else is not.
 func storeErrorCode(err error) errorCode {
 	switch {
-	case errors.Is(err, sdk.ErrUnavailable), errors.Is(err, sdk.ErrClosed):
+	case errors.Is(err, sdk.ErrUnavailable), errors.Is(err, sdk.ErrClosed),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// Down, or did not answer within the request's bound: the
+		// outcome of a write is unknown, and the client may retry.
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, sdk.ErrVersionMismatch):
 		// A concurrent change won; the client may retry.

@@ -59,11 +59,11 @@ func (h *txnHost) initProducer(ctx context.Context, id string, timeoutMs int32, 
 			return -1, -1, code
 		}
 		next, again, code, err := txn.Init(cur, id, timeoutMs, h.b.cfg.TransactionMaxTimeoutMs, reqPID, reqEpoch, time.Now().UnixMilli(),
-			func() (int64, error) { return h.b.pids.allocate(ctx, h.b.store) })
+			func() (int64, error) { return h.b.allocateProducerID(ctx) })
 		if err != nil {
 			h.done(id)
 			h.b.logger.Warn("broker: init producer id", "transactional_id", id, "err", err)
-			return -1, -1, storeErrorCode(err)
+			return -1, -1, producerIDErrorCode(err)
 		}
 		if code != 0 {
 			h.done(id)
@@ -135,11 +135,11 @@ func (h *txnHost) end(ctx context.Context, id string, pid int64, epoch int16, co
 		return code, -1, -1
 	}
 	next, code, err := txn.End(cur, pid, epoch, commit, tv2, time.Now().UnixMilli(),
-		func() (int64, error) { return h.b.pids.allocate(ctx, h.b.store) })
+		func() (int64, error) { return h.b.allocateProducerID(ctx) })
 	if err != nil {
 		h.done(id)
 		h.b.logger.Warn("broker: end transaction", "transactional_id", id, "err", err)
-		return storeErrorCode(err), -1, -1
+		return producerIDErrorCode(err), -1, -1
 	}
 	if next == nil {
 		h.done(id)

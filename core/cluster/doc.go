@@ -102,7 +102,8 @@
 //     fetch; its ISR changes are not attempted (they need the store), so
 //     the ISR stays as it was, and metadata changes are refused with a
 //     retriable REQUEST_TIMED_OUT saying the store is unreachable
-//     (StoreUnreachable). Every TTL/10 (at least 100ms) it asks again;
+//     (StoreUnreachable; core/broker's doc lists every request refused,
+//     and InitProducerId's COORDINATOR_LOAD_IN_PROGRESS). Every TTL/10 (at least 100ms) it asks again;
 //     once a peer reaches the store (or does not answer two rounds in a
 //     row: one slow answer on a loaded machine is forgiven, once) it
 //     tries a keep-alive of its own and, if that fails too, fences

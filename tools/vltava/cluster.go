@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/vltava/vltava/daemon/daemontest/testport"
 )
 
 var clusterCommands = []command{
@@ -86,7 +88,7 @@ func runClusterUp(ctx context.Context, e *env, c *command, args []string) error 
 	keep := f.Bool("keep", false, "keep the temp dir at stop")
 	vltavad := f.String("vltavad", "", "vltavad binary (default: next to vltava, on PATH, else built once into the user cache dir)")
 	host := f.String("host", "127.0.0.1", "`HOST` to listen on")
-	basePort := f.Int("port", 0, "first Kafka `PORT` (brokers take PORT, PORT+1, ...; quorum ports PORT+100+i); 0 picks free ports")
+	basePort := f.Int("port", 0, "first Kafka `PORT` (brokers take PORT, PORT+1, ...; quorum ports PORT+100+i); 0 picks free ports below the ephemeral range")
 	var extra listFlag
 	f.Var(&extra, "c", "extra broker config `key=value` for every broker (repeatable)")
 	if _, err := f.parse(args, 0, 0); err != nil {
@@ -394,12 +396,12 @@ func planCluster(n, controllers int, host string, basePort int, dir string) ([]*
 		if basePort > 0 {
 			return net.JoinHostPort(host, strconv.Itoa(basePort+offset+i)), nil
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return "", err
-		}
-		defer ln.Close()
-		return ln.Addr().String(), nil
+		// Not a port-0 bind released at once: the kernel may hand that
+		// port to another bind or an outgoing connection before the
+		// node binds it. testport picks below the ephemeral range and
+		// keeps the port from every other caller (other clusters, test
+		// processes) while this process lives.
+		return testport.ReserveOn(host)
 	}
 	var nodes []*clusterNode
 	for i := range n + controllers {

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -284,5 +286,38 @@ func TestLocateVltavadBuildsOnce(t *testing.T) {
 	}
 	if out, err := exec.Command(first, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "vltavad ") {
 		t.Errorf("%s --version: %q, %v", first, out, err)
+	}
+}
+
+// TestPlanClusterPortsOutsideEphemeralRange: without --port, every node's
+// Kafka and quorum port is distinct and outside the kernel's ephemeral
+// range (testport), so no other bind or outgoing connection takes one
+// between planning and the node's bind, as a released port-0 bind could.
+func TestPlanClusterPortsOutsideEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range: ", err)
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		t.Skipf("ip_local_port_range %q: %v", b, err)
+	}
+	nodes, err := planCluster(3, 2, "127.0.0.1", 0, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, nd := range nodes {
+		for _, addr := range []string{nd.addr, nd.quorum} {
+			if addr == "" {
+				continue // a controller has no Kafka listener
+			}
+			_, port, _ := net.SplitHostPort(addr)
+			p, _ := strconv.Atoi(port)
+			if seen[port] || p >= lo && p <= hi {
+				t.Errorf("node %d: %s twice, or in the ephemeral range [%d, %d]", nd.id, addr, lo, hi)
+			}
+			seen[port] = true
+		}
 	}
 }

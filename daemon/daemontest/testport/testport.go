@@ -1,6 +1,8 @@
 // Package testport hands out loopback TCP ports for servers that tests
 // start as separate processes, which must be told their port before they
-// bind it.
+// bind it (daemontest's brokers, the ZooKeeper and etcd servers of
+// plugins/metastore/internal/servertest, and the nodes `vltava cluster
+// up` starts).
 //
 // Picking a port by binding port 0 and closing the listener races: the
 // kernel hands the same ephemeral port to the next port-0 bind or
@@ -76,7 +78,12 @@ func initRangeLocked() {
 // Reserve returns "127.0.0.1:PORT" for a port that no other caller of
 // Reserve, in this process or another, gets while this process lives,
 // and that was free a moment ago.
-func Reserve() (string, error) {
+func Reserve() (string, error) { return ReserveOn("127.0.0.1") }
+
+// ReserveOn is Reserve for a server that listens on host ("HOST:PORT";
+// the free check binds host). The port is kept from every other caller
+// of Reserve or ReserveOn, whatever its host.
+func ReserveOn(host string) (string, error) {
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	initRangeLocked()
@@ -99,7 +106,7 @@ func Reserve() (string, error) {
 			f.Close() // another process holds it
 			continue
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			// Someone else's: keep the lock so no test process tries it.

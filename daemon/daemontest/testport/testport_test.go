@@ -95,3 +95,28 @@ func TestReserveAcrossProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveOnSharesReservations: ReserveOn keeps its host and draws
+// from the same reservations as Reserve, so the two never hand out one
+// port twice.
+func TestReserveOnSharesReservations(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range 100 {
+		reserve := Reserve
+		if i%2 == 1 {
+			reserve = func() (string, error) { return ReserveOn("127.0.0.1") }
+		}
+		addr, err := reserve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host != "127.0.0.1" {
+			t.Fatalf("reserved %q: host %q, %v", addr, host, err)
+		}
+		if seen[port] {
+			t.Fatalf("port %s handed out twice", port)
+		}
+		seen[port] = true
+	}
+}

@@ -79,7 +79,7 @@ func StartTLS(t testing.TB, n int, tls *TLS) *Cluster {
 	t.Helper()
 	bin := SkipIfMissing(t)
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // a reserved port may be taken meanwhile
+	for attempt := 0; attempt < 3; attempt++ { // a program outside the tests may take a reserved port meanwhile
 		c, err := start(t, bin, n, tls)
 		if err == nil {
 			return c

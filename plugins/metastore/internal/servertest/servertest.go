@@ -14,32 +14,34 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vltava/vltava/daemon/daemontest/testport"
 )
 
-// FreePorts reserves n distinct loopback TCP ports and releases them, so a
-// server can bind them a moment later. Another process may take one in
-// between; harnesses retry a start that fails.
+// FreePorts returns n distinct loopback TCP ports for servers to bind, from
+// daemon/daemontest/testport: below the kernel's ephemeral range (so no
+// port-0 bind or outgoing connection takes one before the server binds
+// it), never handed out twice to test processes running side by side.
+// Only a program outside the tests could take one meanwhile; the
+// harnesses retry a start that fails.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
 	ports := make([]int, n)
 	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := testport.Reserve()
 		if err != nil {
 			t.Fatalf("servertest: reserve a port: %v", err)
 		}
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+		_, port, _ := net.SplitHostPort(addr)
+		if ports[i], err = strconv.Atoi(port); err != nil {
+			t.Fatalf("servertest: port of %s: %v", addr, err)
+		}
 	}
 	return ports
 }

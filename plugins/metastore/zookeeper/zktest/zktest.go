@@ -96,7 +96,7 @@ func StartTLS(t testing.TB, n int, tls *TLS) *Ensemble {
 		t.Skip("ZooKeeper not installed (Debian package zookeeper): ", err)
 	}
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // a reserved port may be taken meanwhile
+	for attempt := 0; attempt < 3; attempt++ { // a program outside the tests may take a reserved port meanwhile
 		e, err := start(t, java, jar, n, tls)
 		if err == nil {
 			return e

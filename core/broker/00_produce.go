@@ -33,7 +33,11 @@ package broker
 //     with its original base offset and no error.
 //
 // Acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every
-// partition). With acks=-1 the answer waits (up to TimeoutMillis) until
+// partition). With flush.messages=1 no answer (whatever acks) goes out
+// before the batch is fsynced: every partition of the request is written
+// first, then the request waits for their fsyncs together (acks.go,
+// log.Syncer), so one request costs about one fsync, not one per
+// partition. With acks=-1 the answer waits (up to TimeoutMillis) until
 // the high watermark passes the batch (acks.go); with the leader alone in
 // the ISR, as on a single node, that is as soon as the append returns.
 // With acks=0 nothing is written back; if any partition failed
@@ -108,9 +112,11 @@ func handleProduce(b *Broker, ctx context.Context, req *wire.Request) (*wire.Res
 		}
 	}
 	if len(pending) > 0 {
-		if err := b.awaitAcks(ctx, req, r, pending); err != nil {
+		n, err := b.awaitAcks(ctx, req, r, pending)
+		if err != nil {
 			return nil, err
 		}
+		failed += n
 	}
 	if len(hints) > 0 {
 		resp.Brokers = hints.produceBrokers()
@@ -173,7 +179,7 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 			}
 		}
 	}
-	res, epoch, err := p.AppendAsLeaderVerified(records, now, func(l part.Leading) error {
+	res, epoch, err := p.AppendAsLeaderDeferred(records, now, func(l part.Leading) error {
 		if err := checkProduceFraming(records, r.Version); err != nil {
 			return err
 		}
@@ -208,10 +214,11 @@ func (b *Broker) produceTo(t *topic, r *kmsg.ProduceRequest, records []byte, sp 
 	if cfg.LogAppendTime && !res.Duplicate {
 		sp.LogAppendTime = res.LogAppendTime
 	}
-	if r.Acks != -1 {
+	if r.Acks != -1 && res.DurableAt == 0 {
 		return ackWait{}, nil
 	}
-	return ackWait{p: p, sp: sp, last: res.LastOffset, epoch: epoch, minISR: cfg.MinInsyncReplicas}, nil
+	return ackWait{p: p, sp: sp, last: res.LastOffset, epoch: epoch, minISR: cfg.MinInsyncReplicas,
+		durableAt: res.DurableAt, noHW: r.Acks != -1}, nil
 }
 
 // topicCodec maps a topic's compression.type to the codec its batches

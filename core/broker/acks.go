@@ -23,8 +23,8 @@ import (
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND (the batch stays in the log); if this
 // broker stopped leading at that epoch meanwhile, NOT_LEADER_OR_FOLLOWER.
 
-// ackWait is one appended partition whose produce response waits for the
-// high watermark.
+// ackWait is one appended partition whose produce response waits for its
+// fsync (flush.messages=1), for the high watermark (acks=-1), or both.
 type ackWait struct {
 	p      *partition
 	sp     *kmsg.ProduceResponseTopicPartition
@@ -32,28 +32,50 @@ type ackWait struct {
 	last   int64 // last offset appended
 	epoch  int32 // leader epoch of the append
 	minISR int32
+	// durableAt, if set, is the log.AppendResult.DurableAt the append
+	// must reach before anything is acknowledged.
+	durableAt int64
+	noHW      bool // acks 0 or 1, or the append failed: no high watermark wait
 }
 
-// awaitAcks waits for every pending partition in turn, within the
-// request's timeout, and sets errors on those that fail. It returns an
-// error only when the connection closes meanwhile.
-func (b *Broker) awaitAcks(ctx context.Context, req *wire.Request, r *kmsg.ProduceRequest, pending []ackWait) error {
+// awaitAcks waits for the pending partitions of a produce request: first
+// for the fsyncs of those that need one (all of them were written before
+// this, so the log.Syncer runs their fsyncs at once), then for the high
+// watermark of the acks=-1 ones in turn, within the request's timeout. It
+// sets errors on those that fail and returns how many did; the error is
+// set only when the connection closes meanwhile.
+func (b *Broker) awaitAcks(ctx context.Context, req *wire.Request, r *kmsg.ProduceRequest, pending []ackWait) (failed int, err error) {
 	start := time.Now()
 	defer func() { req.Parked += time.Since(start) }()
+	for i := range pending {
+		w := &pending[i]
+		if w.durableAt == 0 {
+			continue
+		}
+		if err := w.p.AwaitDurable(w.durableAt); err != nil {
+			setProduceError(b, req, r, w.topic, w.sp, err)
+			w.noHW = true
+			failed++
+		}
+	}
 	timeout := time.Duration(max(r.TimeoutMillis, 0)) * time.Millisecond
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	expired := false
 	for _, w := range pending {
+		if w.noHW {
+			continue
+		}
 		err := b.awaitAck(ctx, w, timer.C, &expired)
 		if err == context.Canceled || err == context.DeadlineExceeded {
-			return err
+			return failed, err
 		}
 		if err != nil {
 			setProduceError(b, req, r, w.topic, w.sp, err)
+			failed++
 		}
 	}
-	return nil
+	return failed, nil
 }
 
 // awaitAck waits for one partition; a nil error means acknowledged.

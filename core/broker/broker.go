@@ -15,6 +15,7 @@ import (
 	"github.com/vltava/vltava/core/acl"
 	"github.com/vltava/vltava/core/clients"
 	"github.com/vltava/vltava/core/config"
+	"github.com/vltava/vltava/core/log"
 	"github.com/vltava/vltava/core/quota"
 	"github.com/vltava/vltava/core/wire"
 	"github.com/vltava/vltava/plugins/metastore/local"
@@ -93,7 +94,8 @@ type Broker struct {
 	clients     *clients.Registry
 	clientConns sync.Map // connection ID → *clients.Conn
 
-	dirs logDirState // the log directory's I/O failure (logdir.go)
+	dirs   logDirState // the log directory's I/O failure (logdir.go)
+	syncer *log.Syncer // fsyncs flush.messages=1 appends of the log directory; set in start, closed after the logs
 
 	ready   chan struct{}
 	stopCh  chan struct{}
@@ -156,6 +158,7 @@ func (b *Broker) start() error {
 		return err
 	}
 	b.clusterID = id
+	b.syncer = log.NewSyncer()
 	if b.store == nil {
 		if err := os.MkdirAll(filepath.Join(dir, "meta"), 0o755); err != nil {
 			return fmt.Errorf("broker: metadata dir: %w", err)
@@ -264,6 +267,9 @@ func (b *Broker) shutdown() error {
 	b.wg.Wait()
 	b.stopCleaner()
 	errs = append(errs, b.closeTopics())
+	if b.syncer != nil {
+		b.syncer.Close()
+	}
 	if b.ownsStore && b.store != nil {
 		errs = append(errs, b.store.Close())
 	}

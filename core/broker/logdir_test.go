@@ -227,3 +227,70 @@ func metadataLeader(ctx context.Context, t *testing.T, cl *kgo.Client, topic str
 	}
 	return p.Leader
 }
+
+// With flush.messages=1 a produce request writes all its partitions and
+// then waits for their fsyncs together (log.Syncer); whatever acks says,
+// no partition is acknowledged before its fsync. Here one request with
+// acks=1 carries six partitions and the fsync of one fails: that one
+// answers KAFKA_STORAGE_ERROR, and after a restart it holds nothing.
+func TestDurableProduceAcksOneWaitsForEveryPartitionsFsync(t *testing.T) {
+	b := testBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := testClient(t, b, kgo.DisableIdempotentWrite())
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 6, 1, map[string]*string{"flush.messages": kadm.StringPtr("1")}, "durable"); err != nil {
+		t.Fatal(err)
+	}
+	produceAll := func(value string) []kmsg.ProduceResponseTopicPartition {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = 1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "durable"
+		for p := range int32(6) {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, oneRecordBatch(value)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		return resp.Topics[0].Partitions
+	}
+	for _, sp := range produceAll("synced") {
+		if sp.ErrorCode != 0 || sp.BaseOffset != 0 {
+			t.Fatalf("partition %d before the failure: %v at %d", sp.Partition, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+	}
+	undo := log.InjectSyncFailure(filepath.Join(b.cfg.LogDirs, "durable-3"), errInjectedEIO)
+	defer undo()
+	for _, sp := range produceAll("lost") {
+		if sp.Partition == 3 && sp.ErrorCode != kerr.KafkaStorageError.Code {
+			t.Fatalf("acks=1 produce whose fsync failed: %v at %d, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+	}
+	undo()
+	b.Close()
+	b2 := startBroker(t, b.cfg)
+	ends, err := kadm.NewClient(testClient(t, b2)).ListEndOffsets(ctx, "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, _ := ends.Lookup("durable", 3); end.Offset != 1 {
+		t.Fatalf("after restart partition 3 ends at %d, want 1: the refused record came back", end.Offset)
+	}
+}
+
+// oneRecordBatch is a RecordBatch v2 of one record with value.
+func oneRecordBatch(value string) []byte {
+	rec := kmsg.Record{Value: []byte(value)}
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+	now := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1,
+		FirstTimestamp: now, MaxTimestamp: now, Records: rec.AppendTo(nil)}
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}

@@ -202,6 +202,7 @@ func (b *Broker) logConfigFor(t config.Topic) log.Config {
 	c := logConfig(t)
 	c.Logger = b.logger
 	c.OnStorageError = b.logDirFailed
+	c.Syncer = b.syncer
 	return c
 }
 

@@ -23,6 +23,12 @@ type AppendOptions struct {
 	// are appended under the same lock, so a check of transaction state
 	// here can not interleave with a marker (issue 11, KIP-890 part 1).
 	Verify func() error
+	// DeferDurable: when the append must be fsynced before it is
+	// acknowledged (flush.messages=1), Append returns once it is written
+	// and sets AppendResult.DurableAt; the caller waits with AwaitDurable
+	// before acknowledging. A produce request writes all its partitions
+	// first, then waits for them together.
+	DeferDurable bool
 }
 
 // AppendResult describes an append.
@@ -31,6 +37,9 @@ type AppendResult struct {
 	LogAppendTime          int64 // -1 unless stamped
 	LogStartOffset         int64
 	Duplicate              bool // idempotent retry: nothing appended, offsets are the original ones
+	// DurableAt, with AppendOptions.DeferDurable, is the offset to pass to
+	// AwaitDurable before acknowledging (0: durable or no fsync needed).
+	DurableAt int64
 }
 
 // pendingBatch is one validated batch of an append.
@@ -52,6 +61,13 @@ func (l *Log) Append(records []byte, opts AppendOptions) (AppendResult, error) {
 		return res, err
 	}
 	// flush.messages=1: acknowledge only once durable (group commit).
+	if s := l.config().Syncer; s != nil {
+		s.enqueue(l) // start the fsync now; AwaitDurable queues it again if needed
+	}
+	if opts.DeferDurable {
+		res.DurableAt = next
+		return res, nil
+	}
 	return res, l.awaitDurable(next)
 }
 

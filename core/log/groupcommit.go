@@ -39,9 +39,26 @@ func (l *Log) noteWrittenLocked(next, records int64, pos writtenAt) {
 	l.mu.Unlock()
 }
 
+// AwaitDurable waits until the append that ended before next (an
+// AppendResult.DurableAt) is fsynced and published. An append made with
+// AppendOptions.DeferDurable must not be acknowledged before this returns
+// nil. Errors: the log's storage error, ErrClosed, or the append was
+// truncated away (a leadership change) before it was made durable.
+func (l *Log) AwaitDurable(next int64) error { return l.awaitDurable(next) }
+
 // awaitDurable waits until every batch below next is fsynced and
-// published, fsyncing itself when no other waiter already covered it.
+// published: by the log's Syncer, or by fsyncing itself when no other
+// waiter already covered it.
 func (l *Log) awaitDurable(next int64) error {
+	if s := l.config().Syncer; s != nil {
+		return l.awaitSyncer(next, s)
+	}
+	return l.syncAndCheck(next)
+}
+
+// syncAndCheck fsyncs what is written unless another waiter's fsync
+// already covered next, and reports whether next is durable.
+func (l *Log) syncAndCheck(next int64) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	if err := l.syncWrittenLocked(); err != nil {
@@ -49,16 +66,73 @@ func (l *Log) awaitDurable(next int64) error {
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if done, err := l.durableLocked(next); done {
+		return err
+	}
+	return fmt.Errorf("log: append to %d not durable after an fsync to %d", next, l.syncedOffset)
+}
+
+// awaitSyncer waits for s to make the appends below next durable. Every
+// pass of s over the log ends with a broadcast. Before each wait the log
+// is queued on s, a no-op while it is queued: a pass taken from the queue
+// after the append was written covers it. Once s is closed the waiter
+// fsyncs itself.
+func (l *Log) awaitSyncer(next int64, s *Syncer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if done, err := l.durableLocked(next); done {
+			return err
+		}
+		l.mu.Unlock()
+		queued := s.enqueue(l)
+		l.mu.Lock()
+		if !queued {
+			l.mu.Unlock()
+			err := l.syncAndCheck(next)
+			l.mu.Lock()
+			return err
+		}
+		// Checked again under mu: a pass that ended between the check
+		// above and here broadcast before this waiter waited.
+		if done, err := l.durableLocked(next); done {
+			return err
+		}
+		l.durable.Wait()
+	}
+}
+
+// durableLocked reports whether a wait for next is over, and its result:
+// nil once durable, else why it never will be. REQUIRES: l.mu.
+func (l *Log) durableLocked(next int64) (bool, error) {
 	switch {
 	case l.syncedOffset >= next && l.end >= next:
-		return nil
+		return true, nil
+	case l.failed != nil:
+		return true, l.failed
 	case l.closed:
-		return ErrClosed
+		return true, ErrClosed
 	case l.written < next:
-		return errAppendLost
-	default:
-		return fmt.Errorf("log: append to %d not durable after an fsync to %d", next, l.syncedOffset)
+		return true, errAppendLost
 	}
+	return false, nil
+}
+
+// syncForWaiters is one Syncer pass over the log: fsync what is written
+// and publish it (a failure takes the log offline, which the waiters
+// see), then wake every waiter.
+func (l *Log) syncForWaiters() {
+	l.flushMu.Lock()
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if !closed { // Close flushed everything written before it closed
+		_ = l.syncWrittenLocked()
+	}
+	l.flushMu.Unlock()
+	l.mu.Lock()
+	l.durable.Broadcast()
+	l.mu.Unlock()
 }
 
 // syncWrittenLocked fsyncs what is written and not yet durable, and

@@ -51,6 +51,12 @@ type Config struct {
 	// error. It runs on the goroutine that hit the error, possibly with
 	// the log's locks held: it must not block or call the log.
 	OnStorageError func(dir string, err error)
+
+	// Syncer, if set, fsyncs the appends that wait for durability
+	// (flush.messages=1) on its workers, so the partitions of one
+	// request are synced at once; nil: each waiter fsyncs itself. One per
+	// log directory, closed by its owner after the logs.
+	Syncer *Syncer
 }
 
 // DefaultConfig returns Kafka's defaults: 1 GiB segments rolled weekly,
@@ -143,6 +149,8 @@ type Log struct {
 	marker         markerGuard // the clean-shutdown marker awaiting deletion (cleanmarker.go)
 	openSnapshots  []int64     // the snapshot offsets Open listed, for loadProducers; nil after
 	failed         error       // set once by fail: the log is offline (wraps ErrStorage)
+	durable        sync.Cond   // on mu (write): broadcast after each Syncer pass over the log
+	syncQueued     bool        // in its Syncer's queue; guarded by that Syncer's mu
 }
 
 // StartOffset returns the log start offset: the first readable offset.
@@ -176,7 +184,7 @@ func (l *Log) Size() int64 {
 func (l *Log) Dir() string { return l.dir }
 
 // SetConfig replaces the configuration; it applies from the next call.
-// A nil Logger or OnStorageError keeps the current one.
+// A nil Logger, OnStorageError or Syncer keeps the current one.
 func (l *Log) SetConfig(cfg Config) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -185,6 +193,9 @@ func (l *Log) SetConfig(cfg Config) {
 	}
 	if cfg.OnStorageError == nil {
 		cfg.OnStorageError = l.cfg.OnStorageError
+	}
+	if cfg.Syncer == nil {
+		cfg.Syncer = l.cfg.Syncer
 	}
 	l.cfg = cfg.normalized()
 }

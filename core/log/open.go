@@ -25,6 +25,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: %w", err)
 	}
 	l := &Log{dir: dir, cfg: cfg, changed: make(chan struct{}), producers: producerState{}}
+	l.durable.L = &l.mu
 	l.rpOnDisk.Store(-1)
 	l.epochs.dir = dir
 	recovered, err := l.load()

@@ -96,6 +96,36 @@ func (p *Partition) AppendAsLeader(batch []byte, now time.Time, check func(Leadi
 // append lock (log.AppendOptions.Verify): the transaction check of a
 // transactional produce (issue 11).
 func (p *Partition) AppendAsLeaderVerified(batch []byte, now time.Time, check func(Leading) error, verify func() error) (log.AppendResult, int32, error) {
+	return p.appendAsLeader(batch, now, check, verify, false)
+}
+
+// AppendAsLeaderDeferred is AppendAsLeaderVerified that does not wait for
+// an fsync the topic requires before acknowledging (flush.messages=1):
+// when the result's DurableAt is set, the caller must call AwaitDurable
+// with it before acknowledging the batch. A produce request appends all
+// its partitions, then waits for them together, so their fsyncs overlap.
+func (p *Partition) AppendAsLeaderDeferred(batch []byte, now time.Time, check func(Leading) error, verify func() error) (log.AppendResult, int32, error) {
+	return p.appendAsLeader(batch, now, check, verify, true)
+}
+
+// AwaitDurable waits until the batches of an AppendAsLeaderDeferred below
+// next are fsynced (log.Log.AwaitDurable), then moves the high watermark
+// over them as the ISR allows. It waits without the leader/ISR lock: a
+// leadership change meanwhile truncates the batch away (an error) or
+// keeps it; either way the acks wait that follows checks the epoch.
+func (p *Partition) AwaitDurable(next int64) error {
+	if err := p.log.AwaitDurable(next); err != nil {
+		return err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.role == Leader && p.leader != nil {
+		p.recomputeHWLocked()
+	}
+	return nil
+}
+
+func (p *Partition) appendAsLeader(batch []byte, now time.Time, check func(Leading) error, verify func() error, deferDurable bool) (log.AppendResult, int32, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != Leader || p.leader == nil {
@@ -107,7 +137,7 @@ func (p *Partition) AppendAsLeaderVerified(batch []byte, now time.Time, check fu
 			return log.AppendResult{}, l.Epoch, err
 		}
 	}
-	opts := log.AppendOptions{LeaderEpoch: l.Epoch, CRCChecked: true, Verify: verify}
+	opts := log.AppendOptions{LeaderEpoch: l.Epoch, CRCChecked: true, Verify: verify, DeferDurable: deferDurable}
 	if p.cfg.Load().LogAppendTime {
 		opts.LogAppendTime = now.UnixMilli()
 	}

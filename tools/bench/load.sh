@@ -13,12 +13,16 @@
 # binaries; built from the tree otherwise), TMPDIR (data directories; use
 # a real disk, not tmpfs, when fsync matters), FSYNC_BYTES (256 MiB: the
 # fsync'd-append ceiling measured once per run set, 0 to skip),
+# FSYNC_FILES (6: the same ceiling also over this many files appended and
+# fsynced at once, what a broker with that many partitions can do; 0 or 1
+# to skip),
 # BROKER_ARGS (extra vltavad flags), VLTAVAD_<NAME> (the broker binary
 # for case NAME only, for A/B runs of patched builds).
 set -euo pipefail
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-8s}
 FSYNC_BYTES=${FSYNC_BYTES:-$((256 << 20))}
+FSYNC_FILES=${FSYNC_FILES:-6}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vltava-load.XXXXXX")
 SERVER_PID=""
@@ -61,7 +65,7 @@ for run in $(seq "$RUNS"); do
 	done
 	if ((FSYNC_BYTES > 0)); then
 		sync
-		echo "ceiling $run $(cut -d' ' -f1 /proc/loadavg) $("$WORK/ceilings" --dir "$WORK" --bytes $((64 << 20)) --fsync-bytes "$FSYNC_BYTES")"
+		echo "ceiling $run $(cut -d' ' -f1 /proc/loadavg) $("$WORK/ceilings" --dir "$WORK" --bytes $((64 << 20)) --fsync-bytes "$FSYNC_BYTES" --fsync-files "$FSYNC_FILES")"
 	fi
 done | tee "$WORK/results"
 echo "# end $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -82,7 +86,9 @@ def med(xs):
 for name, ds in rows.items():
     if name == "ceiling":
         print(f"median {name}: fsync'd append {med([d.get('fsync_mib_per_sec') for d in ds]):.1f} MiB/s "
-              f"({ds[0].get('fsync_chunk')} B chunks), page cache {med([d['pagecache_mib_per_sec'] for d in ds]):.1f} MiB/s")
+              f"({ds[0].get('fsync_chunk')} B chunks), "
+              f"over {ds[0].get('fsync_files')} files at once {med([d.get('fsync_files_mib_per_sec') for d in ds]):.1f} MiB/s, "
+              f"page cache {med([d['pagecache_mib_per_sec'] for d in ds]):.1f} MiB/s")
         continue
     print(f"median {name} ({len(ds)} runs): produce {med([d['produce']['mb_per_sec'] for d in ds]):.1f} MiB/s "
           f"p99 {med([d['produce']['latency']['p99_ms'] for d in ds]):.1f} ms, "

@@ -7,6 +7,12 @@
 //     file in --dir, each followed by fsync, moving --fsync-bytes (what a
 //     broker that acknowledges only durable writes costs at best: one
 //     fsync per chunk, the best case of a group commit);
+//   - fsync'd append over --fsync-files N files at once (N > 1): N
+//     goroutines, each appending --fsync-chunk writes to its own file and
+//     fsyncing after each, moving --fsync-bytes in all: what a broker
+//     with N partitions that fsync before acknowledging can do at best
+//     (concurrent fsyncs of one file system share journal commits, so
+//     this may exceed the one-file figure);
 //   - loopback TCP: one connection over 127.0.0.1 carrying 1 MiB writes
 //     from a sender goroutine to a receiver goroutine (what one client
 //     connection can carry at best).
@@ -18,9 +24,11 @@
 // (floorResult). Otherwise it prints one JSON object on stdout,
 //
 //	{"bytes":N,"pagecache_mib_per_sec":X,"loopback_mib_per_sec":Y,
-//	 "fsync_bytes":M,"fsync_chunk":C,"fsync_mib_per_sec":Z,"fsyncs_per_sec":F}
+//	 "fsync_bytes":M,"fsync_chunk":C,"fsync_mib_per_sec":Z,"fsyncs_per_sec":F,
+//	 "fsync_files":N,"fsync_files_mib_per_sec":W,"fsync_files_fsyncs_per_sec":G}
 //
-// (the fsync fields only with --fsync-bytes > 0).
+// (the fsync fields only with --fsync-bytes > 0, the fsync_files ones
+// only with --fsync-files > 1).
 //
 // with MiB = 2^20 bytes, the unit of `vltava perf`.
 package main
@@ -33,6 +41,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -52,6 +61,7 @@ func main() {
 	fsyncBytes := flag.Int64("fsync-bytes", 0, "bytes to move in the fsync'd append test (0: skip it)")
 	fsyncChunk := flag.Int("fsync-chunk", chunk, "bytes per write+fsync in the fsync'd append test")
 	floors := flag.Bool("floors", false, "measure the kernel floors in CPU-s/GiB instead (fresh page-cache write, loopback sendfile and receive, CRC-32C)")
+	fsyncFiles := flag.Int("fsync-files", 0, "also run the fsync'd append test over this many files at once (>1)")
 	flag.Parse()
 	if *bytes < chunk {
 		fmt.Fprintln(os.Stderr, "ceilings: --bytes must be at least 1 MiB")
@@ -84,6 +94,9 @@ func main() {
 		FsyncChunk int     `json:"fsync_chunk,omitempty"`
 		Fsync      float64 `json:"fsync_mib_per_sec,omitempty"`
 		FsyncsPS   float64 `json:"fsyncs_per_sec,omitempty"`
+		Files      int     `json:"fsync_files,omitempty"`
+		FilesRate  float64 `json:"fsync_files_mib_per_sec,omitempty"`
+		FilesPS    float64 `json:"fsync_files_fsyncs_per_sec,omitempty"`
 	}{Bytes: *bytes, PageCache: pc, Loopback: lo}
 	if *fsyncBytes > 0 {
 		if *fsyncChunk <= 0 || int64(*fsyncChunk) > *fsyncBytes {
@@ -97,6 +110,15 @@ func main() {
 		}
 		out.FsyncBytes, out.FsyncChunk, out.Fsync = *fsyncBytes, *fsyncChunk, rate
 		out.FsyncsPS = rate * (1 << 20) / float64(*fsyncChunk)
+		if *fsyncFiles > 1 {
+			rate, err := fsyncAppendFiles(*dir, *fsyncFiles, *fsyncBytes, *fsyncChunk)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "ceilings:", err)
+				os.Exit(1)
+			}
+			out.Files, out.FilesRate = *fsyncFiles, rate
+			out.FilesPS = rate * (1 << 20) / float64(*fsyncChunk)
+		}
 	}
 	json.NewEncoder(os.Stdout).Encode(out)
 }
@@ -133,7 +155,12 @@ func pageCache(dir string, total int64) (float64, error) {
 // in dir, fsyncing after each, and returns MiB/s; the file is removed
 // afterwards.
 func fsyncAppend(dir string, total int64, size int) (float64, error) {
-	path := filepath.Join(dir, fmt.Sprintf("ceilings-fsync-%d.dat", os.Getpid()))
+	return fsyncAppendTo(dir, fmt.Sprintf("ceilings-fsync-%d.dat", os.Getpid()), total, size)
+}
+
+// fsyncAppendTo is fsyncAppend to the file name in dir.
+func fsyncAppendTo(dir, name string, total int64, size int) (float64, error) {
+	path := filepath.Join(dir, name)
 	fh, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return 0, err
@@ -152,6 +179,28 @@ func fsyncAppend(dir string, total int64, size int) (float64, error) {
 		}
 	}
 	return mibPerSec(n, time.Since(start)), nil
+}
+
+// fsyncAppendFiles runs fsyncAppend on n files at once, each moving
+// total/n bytes, and returns the MiB/s of all together.
+func fsyncAppendFiles(dir string, n int, total int64, size int) (float64, error) {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = fsyncAppendTo(dir, fmt.Sprintf("ceilings-fsync-%d-%d.dat", os.Getpid(), i), total/int64(n), size)
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	moved := (total/int64(n) + int64(size) - 1) / int64(size) * int64(size) * int64(n)
+	return mibPerSec(moved, d), nil
 }
 
 // loopback sends total bytes over one 127.0.0.1 TCP connection and returns

@@ -67,24 +67,60 @@ func TestReplicationLatency(t *testing.T) {
 	createReplicated(t, c, "lat-rf3", parts, 3, map[string]string{"min.insync.replicas": "2"})
 	createReplicated(t, c, "lat-rf1", parts, 1, map[string]string{"min.insync.replicas": "1"})
 
-	type result struct{ produce, e2e []time.Duration }
+	type result struct {
+		produce, e2e []time.Duration
+		cpuPerGiB    float64 // the brokers' CPU-seconds per GiB produced
+	}
 	results := map[string][]result{}
 	for round := range rounds {
 		for _, topic := range []string{"lat-rf3", "lat-rf1"} {
+			cpu0 := brokersCPU(t, c)
 			r := measureLatency(t, c, topic, parts, mbps, time.Duration(secs)*time.Second)
-			results[topic] = append(results[topic], r)
-			t.Logf("round %d %s: produce %s | end-to-end %s", round+1, topic, quantiles(r.produce), quantiles(r.e2e))
+			perGiB := (brokersCPU(t, c) - cpu0) / (float64(len(r.produce)) * latencyRecordSize / (1 << 30))
+			results[topic] = append(results[topic], result{r.produce, r.e2e, perGiB})
+			t.Logf("round %d %s: brokers' CPU %.2f s/GiB | produce %s | end-to-end %s", round+1, topic, perGiB, quantiles(r.produce), quantiles(r.e2e))
 		}
 	}
 	for _, topic := range []string{"lat-rf3", "lat-rf1"} {
 		var p50, p99, p999, e50, e99, e999 []time.Duration
+		var cpu []float64
 		for _, r := range results[topic] {
 			p50, p99, p999 = append(p50, q(r.produce, 0.5)), append(p99, q(r.produce, 0.99)), append(p999, q(r.produce, 0.999))
 			e50, e99, e999 = append(e50, q(r.e2e, 0.5)), append(e99, q(r.e2e, 0.99)), append(e999, q(r.e2e, 0.999))
+			cpu = append(cpu, r.cpuPerGiB)
 		}
-		t.Logf("median of %d: %s acks=all %d MB/s: produce p50 %v p99 %v p99.9 %v | end-to-end p50 %v p99 %v p99.9 %v",
-			rounds, topic, mbps, med(p50), med(p99), med(p999), med(e50), med(e99), med(e999))
+		slices.Sort(cpu)
+		t.Logf("median of %d: %s acks=all %d MB/s: brokers' CPU %.2f s/GiB | produce p50 %v p99 %v p99.9 %v | end-to-end p50 %v p99 %v p99.9 %v",
+			rounds, topic, mbps, cpu[len(cpu)/2], med(p50), med(p99), med(p999), med(e50), med(e99), med(e999))
 	}
+}
+
+// latencyRecordSize is the value size measureLatency produces.
+const latencyRecordSize = 1024
+
+// brokersCPU is the CPU time (utime + stime, seconds) the cluster's
+// vltavad processes have used so far, from /proc/PID/stat.
+func brokersCPU(t *testing.T, c *daemontest.Cluster) float64 {
+	t.Helper()
+	var sum float64
+	for _, p := range c.Brokers() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+		if err != nil {
+			t.Fatalf("broker cpu: %v", err)
+		}
+		// comm (field 2) may hold spaces: count fields after the last ')';
+		// utime and stime are fields 14 and 15, in USER_HZ (100) ticks.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		for _, v := range f[11:13] {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatalf("broker cpu: /proc/%d/stat: %v", p.Pid(), err)
+			}
+			sum += float64(n) / 100
+		}
+	}
+	return sum
 }
 
 // measureLatency produces 1 KiB records at mbps MB/s (a tick per
@@ -92,15 +128,10 @@ func TestReplicationLatency(t *testing.T) {
 // while one consumer reads them; every value starts with its send time.
 func measureLatency(t *testing.T, c *daemontest.Cluster, topic string, parts, mbps int, d time.Duration) (r struct{ produce, e2e []time.Duration }) {
 	t.Helper()
-	const size = 1024
+	const size = latencyRecordSize
 	perMs := max(1, mbps*1_000_000/size/1000)
 	total := int(d/time.Millisecond) * perMs
-	ends, err := clusterAdmin(t, c).ListEndOffsets(testCtx(t, 10*time.Second), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := map[int32]kgo.Offset{}
-	ends.Each(func(o kadm.ListedOffset) { at[o.Partition] = kgo.NewOffset().At(o.Offset) })
+	at := endOffsets(t, c, topic, parts)
 	cons := clusterClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}),
 		kgo.FetchMaxWait(500*time.Millisecond))
 	var (
@@ -168,6 +199,35 @@ func measureLatency(t *testing.T, c *daemontest.Cluster, topic string, parts, mb
 	slices.Sort(r.produce)
 	slices.Sort(r.e2e)
 	return r
+}
+
+// endOffsets returns where each of topic's parts partitions ends, asking
+// until every partition answers without error (a partition whose leader is
+// not yet known answers with an error and offset -1, which the consumer
+// would reject as a partition).
+func endOffsets(t *testing.T, c *daemontest.Cluster, topic string, parts int) map[int32]kgo.Offset {
+	t.Helper()
+	adm := clusterAdmin(t, c)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ends, err := adm.ListEndOffsets(testCtx(t, 10*time.Second), topic)
+		at := map[int32]kgo.Offset{}
+		var bad error
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil || o.Partition < 0 || o.Offset < 0 {
+				bad = fmt.Errorf("partition %d: offset %d: %v", o.Partition, o.Offset, o.Err)
+				return
+			}
+			at[o.Partition] = kgo.NewOffset().At(o.Offset)
+		})
+		if err == nil && bad == nil && len(at) == parts {
+			return at
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("end offsets of %s: %d of %d partitions: %v %v", topic, len(at), parts, err, bad)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // q is quantile f of sorted durations.

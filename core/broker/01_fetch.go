@@ -338,11 +338,13 @@ func (b *Broker) fetchRound(r *kmsg.FetchRequest, parts []fetchPart, fr *fetchRe
 			continue
 		}
 		fr.bytes += s.Len()
-		if s.Len() < pinMinBytes || log.FilesUnderPressure() {
+		if s.File() == nil || s.Len() < pinMinBytes || log.FilesUnderPressure() {
 			// A small read costs less copied than sent with its own
 			// sendfile, and while descriptors are scarce a response must
-			// not hold a file per partition until it is written.
-			buf, err := s.Bytes(make([]byte, 0, s.Len()))
+			// not hold a file per partition until it is written. A read
+			// the log answered from memory (its tail cache) is copied
+			// already.
+			buf, err := s.Bytes(nil)
 			s.Close()
 			if err != nil {
 				setFetchError(fp.sp, kerr.KafkaStorageError.Code)

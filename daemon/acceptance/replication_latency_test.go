@@ -69,55 +69,121 @@ func TestReplicationLatency(t *testing.T) {
 
 	type result struct {
 		produce, e2e []time.Duration
-		cpuPerGiB    float64 // the brokers' CPU-seconds per GiB produced
+		use          brokerUse // the brokers' use per GiB produced
 	}
 	results := map[string][]result{}
 	for round := range rounds {
 		for _, topic := range []string{"lat-rf3", "lat-rf1"} {
-			cpu0 := brokersCPU(t, c)
+			use0 := brokersUse(t, c)
 			r := measureLatency(t, c, topic, parts, mbps, time.Duration(secs)*time.Second)
-			perGiB := (brokersCPU(t, c) - cpu0) / (float64(len(r.produce)) * latencyRecordSize / (1 << 30))
-			results[topic] = append(results[topic], result{r.produce, r.e2e, perGiB})
-			t.Logf("round %d %s: brokers' CPU %.2f s/GiB | produce %s | end-to-end %s", round+1, topic, perGiB, quantiles(r.produce), quantiles(r.e2e))
+			use := brokersUse(t, c).since(use0).per(float64(len(r.produce)) * latencyRecordSize / (1 << 30))
+			results[topic] = append(results[topic], result{r.produce, r.e2e, use})
+			t.Logf("round %d %s: brokers per GiB: %s | produce %s | end-to-end %s", round+1, topic, use, quantiles(r.produce), quantiles(r.e2e))
 		}
 	}
 	for _, topic := range []string{"lat-rf3", "lat-rf1"} {
 		var p50, p99, p999, e50, e99, e999 []time.Duration
-		var cpu []float64
+		var uses []brokerUse
 		for _, r := range results[topic] {
 			p50, p99, p999 = append(p50, q(r.produce, 0.5)), append(p99, q(r.produce, 0.99)), append(p999, q(r.produce, 0.999))
 			e50, e99, e999 = append(e50, q(r.e2e, 0.5)), append(e99, q(r.e2e, 0.99)), append(e999, q(r.e2e, 0.999))
-			cpu = append(cpu, r.cpuPerGiB)
+			uses = append(uses, r.use)
 		}
-		slices.Sort(cpu)
-		t.Logf("median of %d: %s acks=all %d MB/s: brokers' CPU %.2f s/GiB | produce p50 %v p99 %v p99.9 %v | end-to-end p50 %v p99 %v p99.9 %v",
-			rounds, topic, mbps, cpu[len(cpu)/2], med(p50), med(p99), med(p999), med(e50), med(e99), med(e999))
+		t.Logf("median of %d: %s acks=all %d MB/s: brokers per GiB: %s | produce p50 %v p99 %v p99.9 %v | end-to-end p50 %v p99 %v p99.9 %v",
+			rounds, topic, mbps, medianUse(uses), med(p50), med(p99), med(p999), med(e50), med(e99), med(e999))
 	}
 }
 
 // latencyRecordSize is the value size measureLatency produces.
 const latencyRecordSize = 1024
 
-// brokersCPU is the CPU time (utime + stime, seconds) the cluster's
-// vltavad processes have used so far, from /proc/PID/stat.
-func brokersCPU(t *testing.T, c *daemontest.Cluster) float64 {
+// brokerUse is what the cluster's vltavad processes used: CPU-seconds
+// (utime + stime, /proc/PID/stat), read and write system calls (syscr +
+// syscw of /proc/PID/io: read, pread, write, pwrite, sendfile and their
+// vector forms) and context switches (voluntary and not, summed over the
+// threads of /proc/PID/task; a thread that exited no longer counts).
+// Counts of system calls and switches hardly depend on how busy the
+// machine is, unlike latency and, less so, CPU time.
+type brokerUse struct{ cpu, syscalls, switches float64 }
+
+func (u brokerUse) since(v brokerUse) brokerUse {
+	return brokerUse{u.cpu - v.cpu, u.syscalls - v.syscalls, u.switches - v.switches}
+}
+
+func (u brokerUse) per(d float64) brokerUse {
+	return brokerUse{u.cpu / d, u.syscalls / d, u.switches / d}
+}
+
+func (u brokerUse) String() string {
+	return fmt.Sprintf("CPU %.2f s, %.0fk read/write syscalls, %.0fk context switches", u.cpu, u.syscalls/1000, u.switches/1000)
+}
+
+// medianUse is the median of each figure on its own.
+func medianUse(us []brokerUse) brokerUse {
+	pick := func(f func(brokerUse) float64) float64 {
+		var v []float64
+		for _, u := range us {
+			v = append(v, f(u))
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return brokerUse{
+		pick(func(u brokerUse) float64 { return u.cpu }),
+		pick(func(u brokerUse) float64 { return u.syscalls }),
+		pick(func(u brokerUse) float64 { return u.switches }),
+	}
+}
+
+// brokersUse sums brokerUse over the cluster's brokers so far.
+func brokersUse(t *testing.T, c *daemontest.Cluster) brokerUse {
 	t.Helper()
-	var sum float64
+	var u brokerUse
 	for _, p := range c.Brokers() {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+		pid := p.Pid()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			t.Fatalf("broker cpu: %v", err)
+			t.Fatalf("broker use: %v", err)
 		}
 		// comm (field 2) may hold spaces: count fields after the last ')';
 		// utime and stime are fields 14 and 15, in USER_HZ (100) ticks.
 		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		for _, v := range f[11:13] {
+		for _, v := range strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[11:13] {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				t.Fatalf("broker cpu: /proc/%d/stat: %v", p.Pid(), err)
+				t.Fatalf("broker use: /proc/%d/stat: %v", pid, err)
 			}
-			sum += float64(n) / 100
+			u.cpu += float64(n) / 100
+		}
+		u.syscalls += procFields(t, fmt.Sprintf("/proc/%d/io", pid), "syscr:", "syscw:")
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			u.switches += procFields(t, task, "voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")
+		}
+	}
+	return u
+}
+
+// procFields sums the numbers after the given labels in a /proc file of
+// "label: value" lines; a file that vanished (a thread exited) counts 0.
+func procFields(t *testing.T, path string, labels ...string) float64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && slices.Contains(labels, f[0]) {
+			n, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			sum += n
 		}
 	}
 	return sum

@@ -139,3 +139,50 @@ func runOfBatches(batches [][]byte, b []byte) bool {
 	}
 	return len(b) == 0
 }
+
+// BenchmarkTailRead is a replica's read at the log end after each append
+// of a 1 KiB batch: from the tail cache ("cache") and from the files, as
+// before it ("file": offset index, header scan, data read). The append is
+// not timed.
+func BenchmarkTailRead(b *testing.B) {
+	for _, fromFile := range []bool{false, true} {
+		name := "cache"
+		if fromFile {
+			name = "file"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Logger = testConfig(nil).Logger
+			l := openLog(b, b.TempDir(), cfg)
+			batch := makeBatch(plain(1, 1000, 1))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer() // the read alone is measured
+				off := l.EndOffset()
+				if _, err := l.Append(bytes.Clone(batch), AppendOptions{LeaderEpoch: -1}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				var s *Slice
+				var err error
+				if fromFile {
+					l.mu.RLock()
+					i, _ := l.segmentForLocked(off)
+					segs := l.segs[i:]
+					l.mu.RUnlock()
+					s, err = readFiles(segs, off, 1<<20, off+1, 4096)
+				} else {
+					s, err = l.Read(off, 1<<20, off+1)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Bytes(nil); err != nil || s.Len() == 0 {
+					b.Fatal(err, s.Len())
+				}
+				s.Close()
+			}
+		})
+	}
+}

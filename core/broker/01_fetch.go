@@ -40,8 +40,10 @@ package broker
 // Long poll: when fewer than MinBytes are available and no partition has
 // an error, the request waits until MinBytes are available, MaxWaitMillis
 // passes, the broker stops, or the connection closes. It wakes when the
-// high watermark of any requested partition moves (partition.hwChanged);
-// it runs in the connection's own goroutine and starts none.
+// high watermark of any requested partition moves (partition.HWChanged);
+// a follower's fetch wakes on appends and role changes instead
+// (partition.ViewChanged). It runs in the connection's own goroutine and
+// starts none.
 //
 // Not yet: fetch sessions (KIP-227) are declined by answering SessionID 0
 // to a request that asks for one, which every client (franz-go, sarama,
@@ -281,11 +283,14 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 		// the read and the wait is not missed.
 		chs = chs[:0]
 		for i := range parts {
-			if parts[i].p != nil {
-				chs = append(chs, parts[i].p.HWChanged())
-				if parts[i].replica {
-					chs = append(chs, parts[i].p.log.Changed())
-				}
+			switch p := parts[i].p; {
+			case p == nil:
+			case parts[i].replica:
+				// A follower reads up to the log end: appends and role
+				// changes matter to it, high watermark moves do not.
+				chs = append(chs, p.ViewChanged(), p.log.Changed())
+			default:
+				chs = append(chs, p.HWChanged())
 			}
 		}
 		b.fetchRound(r, parts, fr)
@@ -338,11 +343,13 @@ func (b *Broker) fetchRound(r *kmsg.FetchRequest, parts []fetchPart, fr *fetchRe
 			continue
 		}
 		fr.bytes += s.Len()
-		if s.Len() < pinMinBytes || log.FilesUnderPressure() {
+		if s.File() == nil || s.Len() < pinMinBytes || log.FilesUnderPressure() {
 			// A small read costs less copied than sent with its own
 			// sendfile, and while descriptors are scarce a response must
-			// not hold a file per partition until it is written.
-			buf, err := s.Bytes(make([]byte, 0, s.Len()))
+			// not hold a file per partition until it is written. A read
+			// the log answered from memory (its tail cache) is copied
+			// already.
+			buf, err := s.Bytes(nil)
 			s.Close()
 			if err != nil {
 				setFetchError(fp.sp, kerr.KafkaStorageError.Code)

@@ -335,6 +335,7 @@ func (l *Log) writeLocked(records []byte, bs []pendingBatch, cfg Config, next, m
 	}
 	seg.mu.Lock()
 	seg.meta = m
+	seg.addTailLocked(records, pos, bs)
 	seg.mu.Unlock()
 	return nil
 }
@@ -367,6 +368,7 @@ func (l *Log) unwriteLocked() {
 		return
 	}
 	defer f.release()
+	w.seg.dropTail()
 	if err := f.f.Truncate(w.pos); err != nil {
 		l.config().Logger.Warn("log: could not cut an unsynced append", "dir", l.dir, "segment", w.seg.base, "err", err)
 	}
@@ -424,7 +426,7 @@ func (l *Log) rollLocked() error {
 		return err
 	}
 	old.mu.Lock()
-	old.active = false
+	old.active, old.tail = false, nil
 	old.mu.Unlock()
 	l.releasePreallocLocked(old)
 	l.mu.Lock()

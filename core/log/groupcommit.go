@@ -187,6 +187,7 @@ func (l *Log) cutUnpublished() {
 		return
 	}
 	defer f.release()
+	pub.seg.dropTail()
 	if err := f.f.Truncate(pub.pos); err != nil {
 		l.config().Logger.Warn("log: could not cut unsynced appends", "dir", l.dir, "segment", pub.seg.base, "err", err)
 	}

@@ -15,12 +15,14 @@ import (
 // meanwhile. Read it only with positioned I/O (ReadAt, sendfile with an
 // explicit offset): the file's shared offset belongs to nobody.
 type Slice struct {
-	f      *segFile // nil for an empty slice
+	f      *segFile // nil for an empty slice or one in memory
+	mem    []byte   // the bytes of a slice read from memory (tail.go)
 	pos, n int64
 	closed atomic.Bool
 }
 
-// File returns the segment file for zero-copy sends, nil if Len is 0.
+// File returns the segment file for zero-copy sends; nil if Len is 0 or
+// the slice was read from memory (then Bytes costs no file read).
 func (s *Slice) File() *os.File {
 	if s.f == nil {
 		return nil
@@ -34,13 +36,20 @@ func (s *Slice) Pos() int64 { return s.pos }
 // Len returns the slice's length in bytes.
 func (s *Slice) Len() int64 { return s.n }
 
-// Bytes appends the slice's bytes to dst.
+// Bytes appends the slice's bytes to dst. Given an empty dst it may
+// return memory of the slice's own, which it does not use again.
 func (s *Slice) Bytes(dst []byte) ([]byte, error) {
 	if s.n == 0 {
 		return dst, nil
 	}
 	if s.closed.Load() {
 		return dst, ErrClosed
+	}
+	if s.f == nil {
+		if len(dst) == 0 {
+			return s.mem, nil
+		}
+		return append(dst, s.mem...), nil
 	}
 	off := len(dst)
 	dst = append(dst, make([]byte, s.n)...)
@@ -58,6 +67,10 @@ func (s *Slice) WriteTo(w io.Writer) (int64, error) {
 	}
 	if s.closed.Load() {
 		return 0, ErrClosed
+	}
+	if s.f == nil {
+		n, err := w.Write(s.mem)
+		return int64(n), err
 	}
 	return io.Copy(w, io.NewSectionReader(s.f.f, s.pos, s.n))
 }
@@ -116,6 +129,16 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (*Slice, error) 
 // readSegments reads from the first segment of segs with a batch at or
 // after offset below maxOffset.
 func readSegments(segs []*segment, offset, maxBytes, maxOffset, interval int64) (*Slice, error) {
+	if len(segs) == 1 { // the active segment: a tailing read (tail.go)
+		if b, ok := segs[0].readTail(offset, maxBytes, maxOffset); ok {
+			return &Slice{mem: b, n: int64(len(b))}, nil
+		}
+	}
+	return readFiles(segs, offset, maxBytes, maxOffset, interval)
+}
+
+// readFiles is readSegments from the segment files.
+func readFiles(segs []*segment, offset, maxBytes, maxOffset, interval int64) (*Slice, error) {
 	for _, seg := range segs {
 		rel := uint32(0)
 		if offset > seg.base {

@@ -87,6 +87,10 @@ type segment struct {
 	// by mu, changed only with idxMu held too.
 	idxOnDisk, tOnDisk int
 
+	// tail is the active segment's tail cache (tail.go), nil when none.
+	// Guarded by mu.
+	tail *tailCache
+
 	// preallocEnd is where the blocks this process reserved in the file
 	// end (prealloc.go; 0: none). Guarded by the log's appendMu; only a
 	// hint — the file's size, not this, says where the data ends.
@@ -261,6 +265,7 @@ func (s *segment) stats() (size, maxTs, maxTsOff int64) {
 func (s *segment) closeIfIdle(idleBefore int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropTailIfIdleLocked(idleBefore)
 	if s.file == nil || s.file.refs.Load() != 1 || s.lastUsed > idleBefore {
 		return nil
 	}
@@ -282,7 +287,7 @@ func (s *segment) closeFile() error {
 // its files. Open Slices keep reading the unlinked file.
 func (s *segment) remove() error {
 	s.mu.Lock()
-	s.deleted = true
+	s.deleted, s.tail = true, nil
 	err := s.dropFileLocked()
 	s.mu.Unlock()
 	for _, p := range []string{s.logPath(), s.indexPath(), s.timePath()} {

@@ -161,7 +161,7 @@ func (l *Log) cutSegment(seg *segment, size, interval int64) (segMeta, error) {
 	if seg.file != nil && !seg.active {
 		seg.dropFileLocked() // reopen read-write below; Slices keep the old descriptor
 	}
-	seg.active = true
+	seg.active, seg.tail = true, nil
 	if err := seg.openLocked(); err != nil {
 		return segMeta{}, err
 	}

@@ -89,12 +89,16 @@ type Partition struct {
 	// guarded by hwMu. Wake keeps a channel nobody took, so an append
 	// nobody waits on allocates none.
 	hwTaken bool
+	// viewCh is closed when the role or view next changes (Wake), not by
+	// high watermark moves; viewTaken is hwTaken for it. Guarded by hwMu.
+	viewCh    chan struct{}
+	viewTaken bool
 }
 
 // New returns a partition over l with no role. Its high watermark starts
 // at the log end (what a restarted broker knows) until a role sets it.
 func New(topic string, index int32, l *log.Log, cfg config.Topic) *Partition {
-	p := &Partition{topic: topic, index: index, log: l, hwCh: make(chan struct{})}
+	p := &Partition{topic: topic, index: index, log: l, hwCh: make(chan struct{}), viewCh: make(chan struct{})}
 	p.cfg.Store(&cfg)
 	p.hw.Store(l.EndOffset())
 	p.view = View{Leader: -1}
@@ -155,15 +159,47 @@ func (p *Partition) HWChanged() <-chan struct{} {
 	return p.hwCh
 }
 
+// ViewChanged returns a channel closed the next time the partition's role
+// or view changes (every Wake), but not when only the high watermark
+// moves: a follower's fetch, which reads up to the log end, waits on it
+// and the log's Changed instead of HWChanged, so the high watermark moves
+// its own fetch causes do not wake the other followers' fetches for
+// nothing (BENCHMARKS.md, issue 15 session 4). Take it before checking
+// the state it guards.
+func (p *Partition) ViewChanged() <-chan struct{} {
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
+	p.viewTaken = true
+	return p.viewCh
+}
+
 // Wake wakes every request waiting on the partition: fetches and acks=all
 // produces re-check their state.
 func (p *Partition) Wake() {
 	p.hwMu.Lock()
+	p.wakeHWLocked()
+	if p.viewTaken {
+		close(p.viewCh)
+		p.viewCh = make(chan struct{})
+		p.viewTaken = false
+	}
+	p.hwMu.Unlock()
+}
+
+// wakeHWLocked wakes the holders of HWChanged. REQUIRES: hwMu.
+func (p *Partition) wakeHWLocked() {
 	if p.hwTaken {
 		close(p.hwCh)
 		p.hwCh = make(chan struct{})
 		p.hwTaken = false
 	}
+}
+
+// wakeHW wakes what waits for the high watermark (HWChanged), not for
+// the view.
+func (p *Partition) wakeHW() {
+	p.hwMu.Lock()
+	p.wakeHWLocked()
 	p.hwMu.Unlock()
 }
 
@@ -185,7 +221,7 @@ func (p *Partition) advanceHW(hw int64) {
 		invariant.Check(hw <= leo, "partition %s: high watermark %d above log end %d", p, hw, leo)
 		invariant.Check(start <= hw, "partition %s: log start %d above high watermark %d", p, start, hw)
 	}
-	p.Wake()
+	p.wakeHW()
 }
 
 // lowerHW lowers the high watermark to at most hw (the log was truncated
@@ -197,7 +233,7 @@ func (p *Partition) lowerHW(hw int64) {
 			return
 		}
 		if p.hw.CompareAndSwap(cur, hw) {
-			p.Wake()
+			p.wakeHW()
 			return
 		}
 	}

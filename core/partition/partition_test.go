@@ -294,3 +294,44 @@ func TestFollowerDropsUnbackedEpoch(t *testing.T) {
 		t.Fatalf("last fetched epoch %d after truncating at the log end, want 1", last)
 	}
 }
+
+// TestViewChangedIgnoresHighWatermark checks the two wake-ups a fetch
+// waits on: a high watermark move closes HWChanged but not ViewChanged;
+// a role change closes both.
+func TestViewChangedIgnoresHighWatermark(t *testing.T) {
+	p := openTest(t)
+	if err := leader(1, 1, 2)(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendLeader(p); err != nil {
+		t.Fatal(err)
+	}
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	hw, view := p.HWChanged(), p.ViewChanged()
+	if _, err := p.ReplicaFetched(2, 1, 1, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if p.HighWatermark() != 1 {
+		t.Fatalf("hw %d, want 1", p.HighWatermark())
+	}
+	if !closed(hw) {
+		t.Fatal("a high watermark move did not close HWChanged")
+	}
+	if closed(view) {
+		t.Fatal("a high watermark move closed ViewChanged")
+	}
+	hw = p.HWChanged()
+	if err := follower(2)(p); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(hw) || !closed(view) {
+		t.Fatalf("a role change closed HWChanged %v, ViewChanged %v; want both", closed(hw), closed(view))
+	}
+}

@@ -67,24 +67,126 @@ func TestReplicationLatency(t *testing.T) {
 	createReplicated(t, c, "lat-rf3", parts, 3, map[string]string{"min.insync.replicas": "2"})
 	createReplicated(t, c, "lat-rf1", parts, 1, map[string]string{"min.insync.replicas": "1"})
 
-	type result struct{ produce, e2e []time.Duration }
+	type result struct {
+		produce, e2e []time.Duration
+		use          brokerUse // the brokers' use per GiB produced
+	}
 	results := map[string][]result{}
 	for round := range rounds {
 		for _, topic := range []string{"lat-rf3", "lat-rf1"} {
+			use0 := brokersUse(t, c)
 			r := measureLatency(t, c, topic, parts, mbps, time.Duration(secs)*time.Second)
-			results[topic] = append(results[topic], r)
-			t.Logf("round %d %s: produce %s | end-to-end %s", round+1, topic, quantiles(r.produce), quantiles(r.e2e))
+			use := brokersUse(t, c).since(use0).per(float64(len(r.produce)) * latencyRecordSize / (1 << 30))
+			results[topic] = append(results[topic], result{r.produce, r.e2e, use})
+			t.Logf("round %d %s: brokers per GiB: %s | produce %s | end-to-end %s", round+1, topic, use, quantiles(r.produce), quantiles(r.e2e))
 		}
 	}
 	for _, topic := range []string{"lat-rf3", "lat-rf1"} {
 		var p50, p99, p999, e50, e99, e999 []time.Duration
+		var uses []brokerUse
 		for _, r := range results[topic] {
 			p50, p99, p999 = append(p50, q(r.produce, 0.5)), append(p99, q(r.produce, 0.99)), append(p999, q(r.produce, 0.999))
 			e50, e99, e999 = append(e50, q(r.e2e, 0.5)), append(e99, q(r.e2e, 0.99)), append(e999, q(r.e2e, 0.999))
+			uses = append(uses, r.use)
 		}
-		t.Logf("median of %d: %s acks=all %d MB/s: produce p50 %v p99 %v p99.9 %v | end-to-end p50 %v p99 %v p99.9 %v",
-			rounds, topic, mbps, med(p50), med(p99), med(p999), med(e50), med(e99), med(e999))
+		t.Logf("median of %d: %s acks=all %d MB/s: brokers per GiB: %s | produce p50 %v p99 %v p99.9 %v | end-to-end p50 %v p99 %v p99.9 %v",
+			rounds, topic, mbps, medianUse(uses), med(p50), med(p99), med(p999), med(e50), med(e99), med(e999))
 	}
+}
+
+// latencyRecordSize is the value size measureLatency produces.
+const latencyRecordSize = 1024
+
+// brokerUse is what the cluster's vltavad processes used: CPU-seconds
+// (utime + stime, /proc/PID/stat), read and write system calls (syscr +
+// syscw of /proc/PID/io: read, pread, write, pwrite, sendfile and their
+// vector forms) and context switches (voluntary and not, summed over the
+// threads of /proc/PID/task; a thread that exited no longer counts).
+// Counts of system calls and switches hardly depend on how busy the
+// machine is, unlike latency and, less so, CPU time.
+type brokerUse struct{ cpu, syscalls, switches float64 }
+
+func (u brokerUse) since(v brokerUse) brokerUse {
+	return brokerUse{u.cpu - v.cpu, u.syscalls - v.syscalls, u.switches - v.switches}
+}
+
+func (u brokerUse) per(d float64) brokerUse {
+	return brokerUse{u.cpu / d, u.syscalls / d, u.switches / d}
+}
+
+func (u brokerUse) String() string {
+	return fmt.Sprintf("CPU %.2f s, %.0fk read/write syscalls, %.0fk context switches", u.cpu, u.syscalls/1000, u.switches/1000)
+}
+
+// medianUse is the median of each figure on its own.
+func medianUse(us []brokerUse) brokerUse {
+	pick := func(f func(brokerUse) float64) float64 {
+		var v []float64
+		for _, u := range us {
+			v = append(v, f(u))
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return brokerUse{
+		pick(func(u brokerUse) float64 { return u.cpu }),
+		pick(func(u brokerUse) float64 { return u.syscalls }),
+		pick(func(u brokerUse) float64 { return u.switches }),
+	}
+}
+
+// brokersUse sums brokerUse over the cluster's brokers so far.
+func brokersUse(t *testing.T, c *daemontest.Cluster) brokerUse {
+	t.Helper()
+	var u brokerUse
+	for _, p := range c.Brokers() {
+		pid := p.Pid()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatalf("broker use: %v", err)
+		}
+		// comm (field 2) may hold spaces: count fields after the last ')';
+		// utime and stime are fields 14 and 15, in USER_HZ (100) ticks.
+		s := string(b)
+		for _, v := range strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[11:13] {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatalf("broker use: /proc/%d/stat: %v", pid, err)
+			}
+			u.cpu += float64(n) / 100
+		}
+		u.syscalls += procFields(t, fmt.Sprintf("/proc/%d/io", pid), "syscr:", "syscw:")
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			u.switches += procFields(t, task, "voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")
+		}
+	}
+	return u
+}
+
+// procFields sums the numbers after the given labels in a /proc file of
+// "label: value" lines; a file that vanished (a thread exited) counts 0.
+func procFields(t *testing.T, path string, labels ...string) float64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && slices.Contains(labels, f[0]) {
+			n, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			sum += n
+		}
+	}
+	return sum
 }
 
 // measureLatency produces 1 KiB records at mbps MB/s (a tick per
@@ -92,15 +194,10 @@ func TestReplicationLatency(t *testing.T) {
 // while one consumer reads them; every value starts with its send time.
 func measureLatency(t *testing.T, c *daemontest.Cluster, topic string, parts, mbps int, d time.Duration) (r struct{ produce, e2e []time.Duration }) {
 	t.Helper()
-	const size = 1024
+	const size = latencyRecordSize
 	perMs := max(1, mbps*1_000_000/size/1000)
 	total := int(d/time.Millisecond) * perMs
-	ends, err := clusterAdmin(t, c).ListEndOffsets(testCtx(t, 10*time.Second), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := map[int32]kgo.Offset{}
-	ends.Each(func(o kadm.ListedOffset) { at[o.Partition] = kgo.NewOffset().At(o.Offset) })
+	at := endOffsets(t, c, topic, parts)
 	cons := clusterClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}),
 		kgo.FetchMaxWait(500*time.Millisecond))
 	var (
@@ -168,6 +265,35 @@ func measureLatency(t *testing.T, c *daemontest.Cluster, topic string, parts, mb
 	slices.Sort(r.produce)
 	slices.Sort(r.e2e)
 	return r
+}
+
+// endOffsets returns where each of topic's parts partitions ends, asking
+// until every partition answers without error (a partition whose leader is
+// not yet known answers with an error and offset -1, which the consumer
+// would reject as a partition).
+func endOffsets(t *testing.T, c *daemontest.Cluster, topic string, parts int) map[int32]kgo.Offset {
+	t.Helper()
+	adm := clusterAdmin(t, c)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ends, err := adm.ListEndOffsets(testCtx(t, 10*time.Second), topic)
+		at := map[int32]kgo.Offset{}
+		var bad error
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil || o.Partition < 0 || o.Offset < 0 {
+				bad = fmt.Errorf("partition %d: offset %d: %v", o.Partition, o.Offset, o.Err)
+				return
+			}
+			at[o.Partition] = kgo.NewOffset().At(o.Offset)
+		})
+		if err == nil && bad == nil && len(at) == parts {
+			return at
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("end offsets of %s: %d of %d partitions: %v %v", topic, len(at), parts, err, bad)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // q is quantile f of sorted durations.

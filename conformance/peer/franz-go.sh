@@ -59,6 +59,12 @@ echo "# $(date -u +%FT%TZ) franz-go $version pkg/kgo against $BROKERS vltavad br
 status=0
 (cd "$work/franz-go/pkg/kgo" && KGO_SEEDS=$seeds KGO_TEST_RF=$rf KGO_TEST_RECORDS=$RECORDS \
 	"$work/kgo.test" -test.v -test.run "$RUN" -test.timeout 30m >"$work/test.log" 2>&1) || status=$?
-grep -E '^(--- |PASS$|FAIL$|panic:)|^\s+\S+_test\.go:[0-9]+: ' "$work/test.log" | grep -v 'INFO\|DEBUG' || true
+grep -E '^(--- |PASS$|FAIL$|panic:)|^\s+\S+_test\.go:[0-9]+: ' "$work/test.log" || true
+if ((status != 0)); then
+	# franz-go's own error lines sit among its client logs: keep the whole log.
+	kept=$(mktemp "${TMPDIR:-/tmp}/franz-go-kgo-test.XXXXXX.log")
+	cp "$work/test.log" "$kept"
+	echo "# the whole franz-go test log: $kept"
+fi
 echo "# end $(date -u +%FT%TZ) status $status"
 exit "$status"

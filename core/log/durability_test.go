@@ -5,15 +5,14 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// syncedImage records, for every .log file, its content at its last fsync:
-// what a power loss would leave of it.
+// syncedImage records, for every .log file by the path it was opened
+// with, its content at its last fsync: what a power loss would leave of it.
 type syncedImage struct {
 	mu    sync.Mutex
 	files map[string][]byte
@@ -29,7 +28,7 @@ func (s *syncedImage) fsync(f *os.File) error {
 		return err
 	}
 	s.mu.Lock()
-	s.files[filepath.Base(f.Name())] = b
+	s.files[f.Name()] = b
 	s.mu.Unlock()
 	return nil
 }
@@ -141,7 +140,7 @@ func checkSyncedBelow(t *testing.T, l *Log, img *syncedImage, rp int64) {
 			}
 			n = p + int64(h.Size())
 		}
-		synced := img.files[filepath.Base(s.logPath())]
+		synced := img.files[s.logPath()]
 		if int64(len(synced)) < n || !bytes.Equal(synced[:n], cur[:n]) {
 			t.Fatalf("recovery point %d covers %d bytes of segment %d, but its last fsync saw %d bytes that differ: a power loss would leave a torn segment recovery trusts",
 				rp, n, s.base, len(synced))

@@ -14,31 +14,9 @@ import (
 	"github.com/vltava/vltava/core/record"
 )
 
-// pathImage records, for every .log file by full path, its content when
-// it was last fsynced: what a power loss would leave of it.
-type pathImage struct {
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func (s *pathImage) fsync(f *os.File) error {
-	fsyncs.Add(1)
-	if !strings.HasSuffix(f.Name(), ".log") {
-		return nil
-	}
-	b, err := os.ReadFile(f.Name())
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.files[f.Name()] = b
-	s.mu.Unlock()
-	return nil
-}
-
 // synced reports whether the batch holding offset is whole in the
 // fsynced image of one of dir's segment files.
-func (s *pathImage) synced(dir string, offset int64) bool {
+func (s *syncedImage) synced(dir string, offset int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, b := range s.files {
@@ -81,7 +59,7 @@ func openSynced(t *testing.T, n int) ([]*Log, *Syncer) {
 // AwaitDurable acknowledges is in the fsynced image of its file, i.e. it
 // survives a power loss; appends share fsyncs; the logs hold everything.
 func TestSyncerAcknowledgesOnlySyncedAppends(t *testing.T) {
-	img := &pathImage{files: map[string][]byte{}}
+	img := &syncedImage{files: map[string][]byte{}}
 	swapFsync(t, img.fsync)
 	logs, _ := openSynced(t, 6)
 	before := fsyncs.Load()
@@ -225,7 +203,7 @@ func TestSyncerFailureFailsItsLogOnly(t *testing.T) {
 // waiter's goroutine; and a log closed while an append awaits its fsync
 // answers the waiter (Close flushes what was written).
 func TestSyncerClosedWaitersSyncThemselves(t *testing.T) {
-	img := &pathImage{files: map[string][]byte{}}
+	img := &syncedImage{files: map[string][]byte{}}
 	swapFsync(t, img.fsync)
 	logs, s := openSynced(t, 2)
 	s.Close()

@@ -256,6 +256,21 @@ func sendfileFloor(path string, total, burst int64) (float64, error) {
 	return perGiB(cpu, total), sendErr
 }
 
+// sendFileTo sends n bytes of f from offset start to c through the
+// standard library's zero-copy path (TCPConn.ReadFrom of an *os.File
+// behind a LimitedReader: sendfile(2) on Linux), the same kernel work as
+// the broker's positioned sendfile in core/wire.
+func sendFileTo(c *net.TCPConn, f *os.File, start, n int64) error {
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
+		return err
+	}
+	sent, err := c.ReadFrom(io.LimitReader(f, n))
+	if err == nil && sent != n {
+		err = fmt.Errorf("sendfile: %d of %d bytes: %w", sent, n, io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
 // recvFloor reads total bytes that a peer process writes and returns the
 // CPU-s/GiB the reading cost.
 func recvFloor(total int64) (float64, error) {

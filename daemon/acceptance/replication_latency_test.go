@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -135,58 +136,37 @@ func medianUse(us []brokerUse) brokerUse {
 	}
 }
 
-// brokersUse sums brokerUse over the cluster's brokers so far.
+// brokersUse sums brokerUse over the cluster's brokers so far
+// (prometheus/procfs, as the daemon's process metrics).
 func brokersUse(t *testing.T, c *daemontest.Cluster) brokerUse {
 	t.Helper()
 	var u brokerUse
-	for _, p := range c.Brokers() {
-		pid := p.Pid()
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	for _, b := range c.Brokers() {
+		p, err := procfs.NewProc(b.Pid())
 		if err != nil {
 			t.Fatalf("broker use: %v", err)
 		}
-		// comm (field 2) may hold spaces: count fields after the last ')';
-		// utime and stime are fields 14 and 15, in USER_HZ (100) ticks.
-		s := string(b)
-		for _, v := range strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[11:13] {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				t.Fatalf("broker use: /proc/%d/stat: %v", pid, err)
-			}
-			u.cpu += float64(n) / 100
-		}
-		u.syscalls += procFields(t, fmt.Sprintf("/proc/%d/io", pid), "syscr:", "syscw:")
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+		st, err := p.Stat()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("broker use: %v", err)
 		}
-		for _, task := range tasks {
-			u.switches += procFields(t, task, "voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")
+		pio, err := p.IO()
+		if err != nil {
+			t.Fatalf("broker use: %v", err)
+		}
+		u.cpu += st.CPUTime()
+		u.syscalls += float64(pio.SyscR + pio.SyscW)
+		threads, err := procfs.AllThreads(b.Pid())
+		if err != nil {
+			t.Fatalf("broker use: %v", err)
+		}
+		for _, th := range threads {
+			if ts, err := th.NewStatus(); err == nil { // a thread may exit meanwhile
+				u.switches += float64(ts.VoluntaryCtxtSwitches + ts.NonVoluntaryCtxtSwitches)
+			}
 		}
 	}
 	return u
-}
-
-// procFields sums the numbers after the given labels in a /proc file of
-// "label: value" lines; a file that vanished (a thread exited) counts 0.
-func procFields(t *testing.T, path string, labels ...string) float64 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	var sum float64
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 2 && slices.Contains(labels, f[0]) {
-			n, err := strconv.ParseFloat(f[1], 64)
-			if err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			sum += n
-		}
-	}
-	return sum
 }
 
 // measureLatency produces 1 KiB records at mbps MB/s (a tick per

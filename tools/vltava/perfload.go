@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -431,36 +431,18 @@ func brokerCPUReader(pids []int, metricsURL string) (func() (float64, error), er
 	return func() (float64, error) { return -1, nil }, nil
 }
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's utime and stime
-// (100 on every Linux architecture Go supports).
-const clockTicks = 100
-
-// procCPUSeconds reads utime + stime of pid from /proc/PID/stat.
+// procCPUSeconds reads utime + stime of pid (/proc/PID/stat, through
+// prometheus/procfs as the daemon's process metrics).
 func procCPUSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, fmt.Errorf("broker cpu: %w", err)
 	}
-	// The command name (field 2) is in parentheses and may hold spaces:
-	// count fields after the last ')'. utime and stime are fields 14, 15.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("broker cpu: /proc/%d/stat: no command name", pid)
+	st, err := p.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("broker cpu: %w", err)
 	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("broker cpu: /proc/%d/stat: %d fields", pid, len(fields))
-	}
-	var ticks float64
-	for _, f := range fields[11:13] { // fields 14 and 15 of the line
-		n, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("broker cpu: /proc/%d/stat: %w", pid, err)
-		}
-		ticks += float64(n)
-	}
-	return ticks / clockTicks, nil
+	return st.CPUTime(), nil
 }
 
 // metricsCPUSeconds reads vltava_process_cpu_seconds_total{process="broker"}

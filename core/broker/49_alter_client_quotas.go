@@ -38,10 +38,11 @@ func handleAlterClientQuotas(b *Broker, ctx context.Context, req *wire.Request) 
 			out.Entity = append(out.Entity, kmsg.AlterClientQuotasResponseEntryEntity{Type: e.Type, Name: e.Name})
 		}
 		e, ops, err := parseQuotaAlteration(in)
-		if err == nil && !r.ValidateOnly {
+		switch {
+		case err != nil || r.ValidateOnly:
+		case refused != nil:
 			err = refused
-		}
-		if err == nil && !r.ValidateOnly {
+		default:
 			var now quota.Values
 			if now, err = b.alterQuota(wctx, e, ops); err == nil {
 				b.awaitLocalQuota(ctx, e, now)

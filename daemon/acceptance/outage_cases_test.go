@@ -152,11 +152,14 @@ func scramExists(t *testing.T, cl *kgo.Client) (bool, string) {
 	return r.ErrorCode == 0 && len(r.CredentialInfos) > 0, fmt.Sprintf("user %s: %v, %d credentials", outageUser, kerr.ErrorForCode(r.ErrorCode), len(r.CredentialInfos))
 }
 
-func setQuota() kmsg.Request {
+func setQuota() kmsg.Request { return setQuotaFor(outageClient) }
+
+// setQuotaFor sets a 1 MiB/s producer quota on client ID id.
+func setQuotaFor(id string) *kmsg.AlterClientQuotasRequest {
 	req := kmsg.NewPtrAlterClientQuotasRequest()
 	e := kmsg.NewAlterClientQuotasRequestEntry()
 	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
-	ent.Type, ent.Name = "client-id", kmsg.StringPtr(outageClient)
+	ent.Type, ent.Name = "client-id", kmsg.StringPtr(id)
 	op := kmsg.NewAlterClientQuotasRequestEntryOp()
 	op.Key, op.Value = "producer_byte_rate", 1<<20
 	e.Entity, e.Ops = append(e.Entity, ent), append(e.Ops, op)

@@ -118,7 +118,7 @@ func outageWrites(t *testing.T, c *daemontest.Cluster, down, up func()) {
 	from := time.Now()
 	t.Log("metadata store down")
 	down()
-	waitOutageMode(t, c, from)
+	waitOutageMode(t, c, cl, from)
 
 	// Every broker refuses every write, at once.
 	for _, b := range c.Brokers() {
@@ -153,19 +153,27 @@ func outageWrites(t *testing.T, c *daemontest.Cluster, down, up func()) {
 	afterOutage(t, c, cl, writeCases, produced, back)
 }
 
-// waitOutageMode waits until every broker logged, since from, that it
-// leads on through the outage.
-func waitOutageMode(t *testing.T, c *daemontest.Cluster, from time.Time) {
+// waitOutageMode waits until every broker refuses a metadata write (a
+// quota for a client ID no test reads) saying the store is unreachable:
+// the observable end of its lease, whether it leads on through the
+// outage or, when a peer did not answer in time whether it reaches the
+// store (a loaded machine), fenced itself (core/cluster lease.go).
+func waitOutageMode(t *testing.T, c *daemontest.Cluster, cl *kgo.Client, from time.Time) {
 	t.Helper()
-	waitUntil(t, 30*time.Second, "every broker in outage mode", func() error {
+	waitUntil(t, 30*time.Second, "every broker refusing metadata writes", func() error {
 		for _, b := range c.Brokers() {
-			if _, ok := logTime(b.Log(), from, "leading on through the outage"); !ok {
-				return fmt.Errorf("broker %d is not in outage mode", b.NodeID())
+			resp, err := cl.Broker(int(b.NodeID())).Request(testCtx(t, 10*time.Second), setQuotaFor("outage-probe"))
+			if err != nil {
+				return fmt.Errorf("broker %d: %v", b.NodeID(), err)
+			}
+			code, msg := firstCode(resp)
+			if code != kerr.RequestTimedOut.Code || !strings.Contains(msg, "metadata store") {
+				return fmt.Errorf("broker %d takes metadata writes: %v %q", b.NodeID(), kerr.ErrorForCode(code), msg)
 			}
 		}
 		return nil
 	})
-	t.Logf("every broker in outage mode %v after the store went", time.Since(from).Round(time.Millisecond))
+	t.Logf("every broker refuses metadata writes %v after the store went", time.Since(from).Round(time.Millisecond))
 }
 
 // afterOutage checks, once the store is back, that none of the refused
@@ -174,17 +182,7 @@ func waitOutageMode(t *testing.T, c *daemontest.Cluster, from time.Time) {
 func afterOutage(t *testing.T, c *daemontest.Cluster, cl *kgo.Client, writeCases []writeCase, produced <-chan error, back time.Time) {
 	// Nothing was applied: what each write would have changed is as
 	// before, as soon as the cluster takes writes again.
-	adm := clusterAdmin(t, c)
-	waitUntil(t, 30*time.Second, "a topic created after the outage", func() error {
-		resp, err := adm.CreateTopic(testCtx(t, 10*time.Second), 1, 3, nil, "after-outage")
-		if err == nil {
-			err = resp.Err
-		}
-		if errors.Is(err, kerr.TopicAlreadyExists) {
-			return nil
-		}
-		return err
-	})
+	createAfterOutage(t, clusterAdmin(t, c))
 	t.Logf("the cluster takes writes %v after the store came back", time.Since(back).Round(time.Millisecond))
 	for _, wc := range writeCases {
 		if wc.applied == nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -356,16 +357,7 @@ func TestStoreOutage(t *testing.T) {
 				t.Errorf("leader epoch %d after the outage, was %d", e, before)
 			}
 			created := time.Now()
-			waitUntil(t, 30*time.Second, "a topic created after the outage", func() error {
-				resp, err := adm.CreateTopic(testCtx(t, 10*time.Second), 1, 3, nil, "after-outage")
-				if err == nil {
-					err = resp.Err
-				}
-				if errors.Is(err, kerr.TopicAlreadyExists) {
-					return nil
-				}
-				return err
-			})
+			createAfterOutage(t, adm)
 			t.Logf("a topic was created %v after the store came back (%v of trying)", time.Since(back).Round(time.Millisecond),
 				time.Since(created).Round(time.Millisecond))
 			time.Sleep(time.Second)
@@ -477,4 +469,21 @@ func waitConverged(t *testing.T, c *daemontest.Cluster, topic string, p int32, n
 		return nil
 	})
 	return leader
+}
+
+// createAfterOutage waits until the cluster takes metadata writes again
+// after a store outage: until topic "after-outage" (1 partition, RF 3) is
+// created, or exists already.
+func createAfterOutage(t *testing.T, adm *kadm.Client) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, "a topic created after the outage", func() error {
+		resp, err := adm.CreateTopic(testCtx(t, 10*time.Second), 1, 3, nil, "after-outage")
+		if err == nil {
+			err = resp.Err
+		}
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil
+		}
+		return err
+	})
 }

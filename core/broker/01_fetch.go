@@ -318,8 +318,9 @@ func (b *Broker) fetchWait(ctx context.Context, r *kmsg.FetchRequest, parts []fe
 }
 
 // pinMinBytes is the smallest read a fetch response sends from the file
-// (sendfile, the file pinned until written); smaller ones are copied.
-const pinMinBytes = 16 << 10
+// (sendfile, the file pinned until written); smaller ones are copied. The
+// log's tail cache answers only smaller reads, from memory.
+const pinMinBytes = log.SendfileMin
 
 // fetchRound makes one pass over the partitions, filling the response
 // fields and fr. It applies the size limits described in the file

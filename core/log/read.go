@@ -126,6 +126,12 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (*Slice, error) 
 	}
 }
 
+// SendfileMin is the smallest read worth sending from its file with
+// sendfile (the file pinned until the response is written): a fetch
+// copies smaller ones into its response (core/broker), and the tail cache
+// (tail.go) answers only those.
+const SendfileMin = 16 << 10
+
 // readSegments reads from the first segment of segs with a batch at or
 // after offset below maxOffset.
 func readSegments(segs []*segment, offset, maxBytes, maxOffset, interval int64) (*Slice, error) {

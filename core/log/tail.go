@@ -19,6 +19,10 @@ import (
 // 4"). The tail cache answers such reads from memory: the positions of the
 // last batches and their bytes, copied as they are appended.
 //
+// It answers only reads smaller than SendfileMin, those a fetch copies
+// anyway; a larger one goes to the file, to be sent with sendfile, so the
+// cache never puts a copy where there was none.
+//
 // It is kept only while reads use it: the first read of an active segment
 // starts it (later appends fill it), and Maintain drops a cache no read
 // has hit for idleClose, so a follower's partitions (nobody reads them)
@@ -112,6 +116,9 @@ func (t *tailCache) read(offset, maxBytes, maxOffset int64) (b []byte, ok bool) 
 	first, stop := bs[k].pos, next(k) // KIP-74: the first batch whole
 	for i := k + 1; i < len(bs) && bs[i].base < maxOffset && next(i)-first <= maxBytes; i++ {
 		stop = next(i)
+	}
+	if stop-first >= SendfileMin {
+		return nil, false // a zero-copy send from the file costs less
 	}
 	return append([]byte(nil), t.buf[first-t.start:stop-t.start]...), true
 }

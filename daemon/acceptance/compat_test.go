@@ -716,6 +716,9 @@ func parseCompat(path string) (map[string]map[string]string, error) {
 			header = cells
 			continue
 		}
+		if header[0] != "client" {
+			continue // another table of the page, such as the peer suites'
+		}
 		row := out[cells[0]]
 		if row == nil {
 			row = map[string]string{}

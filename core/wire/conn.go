@@ -40,7 +40,9 @@ const (
 var errFrameSize = errors.New("wire: request frame size out of bounds")
 
 // conn is one client connection: a reader goroutine (serve) and a
-// processor goroutine it owns.
+// processor goroutine it owns. The reader answers a produce or fetch
+// itself when nothing else is in flight (servedInline); the processor
+// answers everything else, in order.
 type conn struct {
 	s      *Server
 	nc     net.Conn
@@ -55,12 +57,21 @@ type conn struct {
 	reqs chan *Request
 	// inflight counts requests decoded and not yet answered; while it is
 	// positive the read side is not idle.
+	// INVARIANT: the reader answers a request itself only when it raised
+	// inflight from 0, so the processor is not writing at the same time
+	// and responses leave in request order.
 	inflight atomic.Int32
+	// answering counts goroutines in serveRequest, checked to stay at
+	// most 1 under the invariants build tag.
+	answering atomic.Int32
 	// lastActive is when (UnixNano) the connection was accepted, a request
 	// last arrived or a response was last written; idleness is measured
 	// from it.
 	lastActive atomic.Int64
 	w          *writer
+	// rc is the socket, for the reader's check for unread bytes (nil for
+	// a connection without one, such as a pipe, which is never checked).
+	rc syscall.RawConn
 	// bodyStart and bodyDeadline are set, by the reader only, while it
 	// reads a frame body that holds request memory: past bodyDeadline the
 	// frame is stalled (see checkStalled). Zero otherwise.
@@ -76,6 +87,7 @@ func newConn(s *Server, nc net.Conn, info *ConnInfo, lc *ListenerConfig) *conn {
 		log:  s.log.With("conn", info.ID, "remote", info.Remote.String(), "listener", info.Listener),
 		reqs: make(chan *Request, 1),
 		w:    newWriter(nc, s.cfg.ZeroCopy, s.cfg.IdleTimeout, &s.stats),
+		rc:   rawConn(nc),
 	}
 	c.lastActive.Store(time.Now().UnixNano()) // idleness counts from the accept
 	return c
@@ -144,9 +156,24 @@ func (c *conn) read() {
 		req.Conn = c.info
 		req.payload = payload
 		req.reserved = reserved
-		c.inflight.Add(1)
+		n := c.inflight.Add(1)
 		req.Received = time.Now()
 		c.lastActive.Store(req.Received.UnixNano())
+		if n == 1 && servedInline(req) && br.Buffered() == 0 && !unreadBytes(c.rc) {
+			// Nothing is queued or being answered, so the response order
+			// holds, and the client has sent nothing more to read ahead:
+			// the request skips the hand-off to the processor, one
+			// goroutine wake-up (often a thread's) less per produce and
+			// fetch. A client that pipelines keeps the read-ahead.
+			c.s.stats.inline.Add(1)
+			err := c.serveRequest(req)
+			c.done(req)
+			if err != nil {
+				c.serveFailed(req, err)
+				return
+			}
+			continue
+		}
 		select {
 		case c.reqs <- req:
 		case <-c.ctx.Done():
@@ -381,23 +408,47 @@ func (c *conn) process() {
 		err := c.serveRequest(req)
 		c.done(req)
 		if err != nil {
-			switch {
-			case c.ctx.Err() != nil:
-			case clientGone(err):
-				c.log.Debug("wire: client disconnected before its response", "key", req.Key,
-					"correlation_id", req.CorrelationID, "err", err)
-			default:
-				c.log.Warn("wire: closing connection", "key", req.Key, "version", req.Version,
-					"correlation_id", req.CorrelationID, "err", err)
-			}
-			c.close()
+			c.serveFailed(req, err)
 			return
 		}
 	}
 }
 
+// servedInline reports whether the reader answers req itself when nothing
+// else is in flight: produce and fetch, the requests that carry the data.
+// While the reader answers, it does not read, so a client that closes
+// during a fetch's long poll or an acks=all produce's wait is noticed when
+// the response is written (at the fetch's max wait, or the produce's
+// timeout at the latest), as Kafka's purgatory does, not at once. Every
+// other request goes through the processor, whose context the reader
+// cancels when the client goes away (a JoinGroup can wait for minutes).
+func servedInline(req *Request) bool {
+	return !req.RawSASL && (req.Key == 0 || req.Key == 1)
+}
+
+// serveFailed logs why answering req failed and closes the connection.
+func (c *conn) serveFailed(req *Request, err error) {
+	switch {
+	case c.ctx.Err() != nil:
+	case clientGone(err):
+		c.log.Debug("wire: client disconnected before its response", "key", req.Key,
+			"correlation_id", req.CorrelationID, "err", err)
+	default:
+		c.log.Warn("wire: closing connection", "key", req.Key, "version", req.Version,
+			"correlation_id", req.CorrelationID, "err", err)
+	}
+	c.close()
+}
+
 func (c *conn) serveRequest(req *Request) error {
+	if invariant.Enabled {
+		n := c.answering.Add(1)
+		invariant.Check(n == 1, "wire: %d goroutines answering on connection %d", n, c.info.ID)
+	}
 	defer func() {
+		if invariant.Enabled {
+			c.answering.Add(-1) // before inflight lets the reader answer
+		}
 		c.lastActive.Store(time.Now().UnixNano())
 		c.inflight.Add(-1)
 	}()

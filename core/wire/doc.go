@@ -147,10 +147,18 @@
 //     its response before taking the next, so responses leave in request
 //     order, as Kafka does.
 //
+// A Produce or Fetch that arrives while nothing is in flight is answered by
+// the reader itself, which reads nothing meanwhile: order is kept, and the
+// hand-off to the processor (a goroutine wake-up, often a thread wake-up,
+// per request) is saved on the data path.
+//
 // Either goroutine closing the connection (read error, protocol error,
 // handler error, write error, idle timeout) cancels the connection's context,
-// which the Handler receives, so long-poll fetches end; Server.Close closes
-// every connection and waits for every goroutine.
+// which the Handler receives, so long polls end; Server.Close closes every
+// connection and waits for every goroutine. A client that closes while the
+// reader itself answers a produce or fetch is noticed when the response is
+// written (after a fetch's max wait at the latest), as in Kafka, where a
+// request parked in purgatory is not cancelled by its client leaving.
 //
 // A Response with CloseAfter set is written, then the connection closes
 // (a failed SASL authentication). A Handler that implements ConnCloser is

@@ -235,7 +235,9 @@ func TestReadPayloadTakesRecycledBufferWhole(t *testing.T) {
 // A client that pipelines requests and closes its connection while the
 // first is being handled leaves nothing reserved once the handler returns:
 // the request being handled, the one queued behind it and the one being
-// read all give their memory back.
+// read all give their memory back. The requests are metadata requests,
+// which the processor answers while the reader reads ahead (the reader
+// may answer a produce itself, and then reads nothing meanwhile).
 func TestPoolReleasedOnClose(t *testing.T) {
 	const kib = 1 << 10
 	release := make(chan struct{})
@@ -246,16 +248,16 @@ func TestPoolReleasedOnClose(t *testing.T) {
 		case <-release:
 		case <-ctx.Done(): // the test failed: let Close finish
 		}
-		return &Response{Msg: req.Body.(*kmsg.ProduceRequest).ResponseKind()}, nil
+		return &Response{Msg: req.Body.(*kmsg.MetadataRequest).ResponseKind()}, nil
 	})
 	s, addr, _ := startServer(t, Config{}, h)
 	c := dial(t, addr)
 	var all []byte
 	for i := range 3 {
-		all = append(all, produceFrame(300*kib, int32(i))...)
+		all = append(all, metadataFrame(300*kib, int32(i))...)
 	}
-	three := 3 * int64(payloadCap(len(all)/3-4))             // charged by buffer size
-	all = append(all, produceFrame(300*kib, 9)[:100*kib]...) // a fourth, cut short
+	three := 3 * int64(payloadCap(len(all)/3-4))              // charged by buffer size
+	all = append(all, metadataFrame(300*kib, 9)[:100*kib]...) // a fourth, cut short
 	if _, err := c.Write(all); err != nil {
 		t.Fatal(err)
 	}
@@ -366,4 +368,14 @@ func testStalledFrame(t *testing.T, idle time.Duration) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting frame was not served after the stalled one was closed")
 	}
+}
+
+// metadataFrame is a metadata request frame of about size bytes: topics
+// with 30,000-byte names.
+func metadataFrame(size int, corr int32) []byte {
+	var names []string
+	for n := 0; n < size; n += 30_002 {
+		names = append(names, strings.Repeat(string(rune('a'+len(names)%26)), 30_000))
+	}
+	return frame(metadataRequest(1, names...), corr, "m")
 }

@@ -123,6 +123,7 @@ type Stats struct {
 	RequestBytes    int64 // bytes of queued.max.request.bytes reserved now
 	RequestWaiters  int64 // connections waiting for request memory now
 	Requests        int64 // requests decoded and handed to the Handler
+	InlineRequests  int64 // of those, answered by the connection's reader itself
 	SendfileCalls   int64 // sendfile(2) calls that moved bytes
 	SendfileBytes   int64 // file bytes sent with sendfile
 	CopiedFileBytes int64 // file bytes read and copied instead
@@ -130,7 +131,7 @@ type Stats struct {
 
 // counters backs Stats.
 type counters struct {
-	conns, accepted, requests                     atomic.Int64
+	conns, accepted, requests, inline             atomic.Int64
 	refused, acceptErrors                         atomic.Int64
 	sendfileCalls, sendfileBytes, copiedFileBytes atomic.Int64
 }
@@ -369,6 +370,7 @@ func (s *Server) Stats() Stats {
 		RequestBytes:    ps.used,
 		RequestWaiters:  int64(ps.waiting),
 		Requests:        s.stats.requests.Load(),
+		InlineRequests:  s.stats.inline.Load(),
 		SendfileCalls:   s.stats.sendfileCalls.Load(),
 		SendfileBytes:   s.stats.sendfileBytes.Load(),
 		CopiedFileBytes: s.stats.copiedFileBytes.Load(),

@@ -19,8 +19,9 @@ const (
 	keepBuf = 1 << 20
 )
 
-// writer writes whole responses to one connection. It is used only by the
-// connection's processor goroutine.
+// writer writes whole responses to one connection. It is used by one
+// goroutine at a time: the processor, or the reader answering a request
+// itself (conn.inflight orders them).
 type writer struct {
 	conn  net.Conn
 	tcp   *net.TCPConn // non-nil when file ranges go out with sendfile

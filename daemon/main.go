@@ -48,6 +48,9 @@ func init() {
 }
 
 func main() {
+	if len(os.Args) < 2 || strings.HasPrefix(os.Args[1], "-") {
+		reexecForSysmon() // serving: see sysmon.go
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

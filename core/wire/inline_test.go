@@ -128,3 +128,29 @@ func TestPipelinedProduceReadsAhead(t *testing.T) {
 		t.Fatalf("%d pipelined requests answered by the reader", st.InlineRequests)
 	}
 }
+
+// A client that closes while the reader answers its produce leaves
+// nothing behind once the handler returns: the response write fails, the
+// connection closes and its request memory is returned.
+func TestReaderAnswerOutlivesClient(t *testing.T) {
+	release, started := make(chan struct{}), make(chan int32, 1)
+	h := handlerFunc(func(ctx context.Context, req *Request) (*Response, error) {
+		started <- req.CorrelationID
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &Response{Msg: req.Body.(*kmsg.ProduceRequest).ResponseKind()}, nil
+	})
+	s, addr, _ := startServer(t, Config{}, h)
+	c := dial(t, addr)
+	c.Write(produceFrame(100<<10, 1))
+	<-started
+	waitStats(t, s, "answering the produce in the reader", func(st Stats) bool { return st.InlineRequests == 1 })
+	c.Close()
+	close(release)
+	waitStats(t, s, "closing the connection and returning its memory", func(st Stats) bool {
+		return st.Conns == 0 && st.RequestBytes == 0
+	})
+}

@@ -70,7 +70,8 @@ type conn struct {
 	lastActive atomic.Int64
 	w          *writer
 	// rc is the socket, for the reader's check for unread bytes (nil for
-	// a connection without one, such as a pipe, which is never checked).
+	// a connection without one, such as a pipe: then only the reader's
+	// buffer is checked).
 	rc syscall.RawConn
 	// bodyStart and bodyDeadline are set, by the reader only, while it
 	// reads a frame body that holds request memory: past bodyDeadline the

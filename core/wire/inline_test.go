@@ -98,17 +98,7 @@ func TestOrderAcrossReaderAndProcessor(t *testing.T) {
 // second request is read while the first is being answered.
 func TestPipelinedProduceReadsAhead(t *testing.T) {
 	release, started := make(chan struct{}), make(chan int32, 8)
-	h := handlerFunc(func(ctx context.Context, req *Request) (*Response, error) {
-		started <- req.CorrelationID
-		if req.CorrelationID == 1 {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		return &Response{Msg: req.Body.(*kmsg.ProduceRequest).ResponseKind()}, nil
-	})
+	h := holdProduce(release, started, 1)
 	s, addr, _ := startServer(t, Config{}, h)
 	c := dial(t, addr)
 	one, two := produceFrame(1<<10, 1), produceFrame(1<<10, 2)
@@ -134,15 +124,7 @@ func TestPipelinedProduceReadsAhead(t *testing.T) {
 // connection closes and its request memory is returned.
 func TestReaderAnswerOutlivesClient(t *testing.T) {
 	release, started := make(chan struct{}), make(chan int32, 1)
-	h := handlerFunc(func(ctx context.Context, req *Request) (*Response, error) {
-		started <- req.CorrelationID
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return &Response{Msg: req.Body.(*kmsg.ProduceRequest).ResponseKind()}, nil
-	})
+	h := holdProduce(release, started, 1)
 	s, addr, _ := startServer(t, Config{}, h)
 	c := dial(t, addr)
 	c.Write(produceFrame(100<<10, 1))
@@ -152,5 +134,21 @@ func TestReaderAnswerOutlivesClient(t *testing.T) {
 	close(release)
 	waitStats(t, s, "closing the connection and returning its memory", func(st Stats) bool {
 		return st.Conns == 0 && st.RequestBytes == 0
+	})
+}
+
+// holdProduce answers produce requests, the one with correlation ID hold
+// only once release is closed; it reports each request's ID on started.
+func holdProduce(release <-chan struct{}, started chan<- int32, hold int32) Handler {
+	return handlerFunc(func(ctx context.Context, req *Request) (*Response, error) {
+		started <- req.CorrelationID
+		if req.CorrelationID == hold {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return &Response{Msg: req.Body.(*kmsg.ProduceRequest).ResponseKind()}, nil
 	})
 }

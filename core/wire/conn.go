@@ -69,10 +69,9 @@ type conn struct {
 	// from it.
 	lastActive atomic.Int64
 	w          *writer
-	// rc is the socket, for the reader's check for unread bytes (nil for
-	// a connection without one, such as a pipe: then only the reader's
-	// buffer is checked).
-	rc syscall.RawConn
+	// peer looks into the socket without reading, for the reader only:
+	// whether the client has sent more, or has gone.
+	peer *peeker
 	// bodyStart and bodyDeadline are set, by the reader only, while it
 	// reads a frame body that holds request memory: past bodyDeadline the
 	// frame is stalled (see checkStalled). Zero otherwise.
@@ -88,7 +87,7 @@ func newConn(s *Server, nc net.Conn, info *ConnInfo, lc *ListenerConfig) *conn {
 		log:  s.log.With("conn", info.ID, "remote", info.Remote.String(), "listener", info.Listener),
 		reqs: make(chan *Request, 1),
 		w:    newWriter(nc, s.cfg.ZeroCopy, s.cfg.IdleTimeout, &s.stats),
-		rc:   rawConn(nc),
+		peer: newPeeker(nc),
 	}
 	c.lastActive.Store(time.Now().UnixNano()) // idleness counts from the accept
 	return c
@@ -160,7 +159,7 @@ func (c *conn) read() {
 		n := c.inflight.Add(1)
 		req.Received = time.Now()
 		c.lastActive.Store(req.Received.UnixNano())
-		if n == 1 && servedInline(req) && br.Buffered() == 0 && !unreadBytes(c.rc) {
+		if n == 1 && servedInline(req) && br.Buffered() == 0 && !c.peer.unread() {
 			// Nothing is queued or being answered, so the response order
 			// holds, and the client has sent nothing more to read ahead:
 			// the request skips the hand-off to the processor, one
@@ -252,7 +251,7 @@ func (c *conn) readFrame(br *bufio.Reader) (payload []byte, reserved int64, err 
 	// A peer that leaves before sending the whole frame is noticed, so it
 	// does not keep its connection (and its place under max.connections)
 	// until memory frees; a frame already complete in br is still served.
-	gone := func() bool { return br.Buffered() < int(n) && peerGone(c.nc) }
+	gone := func() bool { return br.Buffered() < int(n) && c.peer.gone() }
 	if err := c.s.pool.acquire(c.ctx, charge, gone); err != nil {
 		return nil, 0, err
 	}

@@ -7,49 +7,73 @@ import (
 	"errors"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// peerGone reports whether the peer of nc has closed or reset the
-// connection and no unread bytes are left, checked without blocking or
-// consuming anything (peek). It is only called by the connection's reader
-// while it is not reading. A peer that closed after sending bytes that are
-// still unread is not detected (the reader sees its close when it reads
-// them).
-func peerGone(nc net.Conn) bool {
-	n, err := peek(rawConn(nc))
-	return (n == 0 && err == nil) || errors.Is(err, unix.ECONNRESET)
+// peeker looks at the first unread byte of a connection's socket (under
+// TLS, the TCP connection's) with recv(MSG_PEEK|MSG_DONTWAIT), which never
+// blocks or consumes. A connection makes one, used by its reader only,
+// while it is not reading; its callback and buffer are made once, so a
+// look allocates nothing (it runs before every produce and fetch the
+// reader may answer itself).
+type peeker struct {
+	rc  syscall.RawConn // nil: no socket to look into (a pipe)
+	fn  func(fd uintptr) bool
+	buf [1]byte
+	n   int
+	err error
 }
 
-// unreadBytes reports whether bytes the peer sent are waiting in the
-// socket's receive queue (for TLS, in the underlying TCP connection's),
-// checked without blocking or consuming anything (peek). rc is rawConn's
-// answer for the connection; nil reports false.
-func unreadBytes(rc syscall.RawConn) bool {
-	n, err := peek(rc)
-	return n > 0 && err == nil
+func newPeeker(nc net.Conn) *peeker {
+	p := &peeker{rc: rawConn(nc)}
+	p.fn = p.recv
+	return p
+}
+
+func (p *peeker) recv(fd uintptr) bool {
+	// recvfrom without a source address: unix.Recvfrom's address buffer
+	// escapes, an allocation per look.
+	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), 1,
+		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	p.n, p.err = int(n), nil
+	if errno != 0 {
+		p.n, p.err = 0, errno
+	}
+	return true // never wait
 }
 
 // errNoSocket is peek's answer for a connection it cannot look into.
 var errNoSocket = errors.New("wire: no socket to peek at")
 
-// peek looks at the first unread byte of rc's socket with
-// recv(MSG_PEEK|MSG_DONTWAIT), which never blocks or consumes: n is 1 when
-// a byte waits, 0 with a nil error when the peer has closed, and the error
-// is EAGAIN when nothing waits, errNoSocket when rc is nil or closed.
-func peek(rc syscall.RawConn) (n int, err error) {
-	if rc == nil {
+// peek returns 1 when a byte waits, 0 with a nil error when the peer has
+// closed, EAGAIN when nothing waits, and errNoSocket when there is no
+// socket or it is closed.
+func (p *peeker) peek() (int, error) {
+	if p.rc == nil {
 		return 0, errNoSocket
 	}
-	var buf [1]byte
-	if cerr := rc.Read(func(fd uintptr) bool {
-		n, _, err = unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		return true // never wait
-	}); cerr != nil {
+	if err := p.rc.Read(p.fn); err != nil {
 		return 0, errNoSocket
 	}
-	return n, err
+	return p.n, p.err
+}
+
+// gone reports whether the peer has closed or reset the connection and no
+// unread bytes are left. A peer that closed after sending bytes that are
+// still unread is not detected (the reader sees its close when it reads
+// them).
+func (p *peeker) gone() bool {
+	n, err := p.peek()
+	return (n == 0 && err == nil) || errors.Is(err, unix.ECONNRESET)
+}
+
+// unread reports whether bytes the peer sent wait in the receive queue;
+// false without a socket, where only the reader's buffer can tell.
+func (p *peeker) unread() bool {
+	n, err := p.peek()
+	return n > 0 && err == nil
 }
 
 // rawConn is nc's socket (under TLS, the TCP connection's), or nil.

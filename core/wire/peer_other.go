@@ -2,19 +2,17 @@
 
 package wire
 
-import (
-	"net"
-	"syscall"
-)
+import "net"
 
-// peerGone is not implemented off Linux: a waiting reader notices a closed
-// peer when it reads again.
-func peerGone(net.Conn) bool { return false }
+// peeker is not implemented off Linux.
+type peeker struct{}
 
-// unreadBytes is not implemented off Linux: it reports that bytes may be
-// waiting, so the reader hands every request to the processor and keeps
-// reading ahead.
-func unreadBytes(syscall.RawConn) bool { return true }
+func newPeeker(net.Conn) *peeker { return &peeker{} }
 
-// rawConn is not needed off Linux.
-func rawConn(net.Conn) syscall.RawConn { return nil }
+// gone is false: a waiting reader notices a closed peer when it reads
+// again.
+func (*peeker) gone() bool { return false }
+
+// unread is true: bytes may be waiting, so the reader hands every request
+// to the processor and keeps reading ahead.
+func (*peeker) unread() bool { return true }

@@ -48,15 +48,21 @@ func init() {
 }
 
 func main() {
-	if len(os.Args) < 2 || strings.HasPrefix(os.Args[1], "-") {
+	if !namesSubcommand(os.Args[1:]) {
 		reexecForSysmon() // serving: see sysmon.go
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// namesSubcommand reports whether args name a subcommand (a first argument
+// not starting with "-") rather than serving.
+func namesSubcommand(args []string) bool {
+	return len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-'
+}
+
 // run dispatches to a subcommand or serves, and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+	if namesSubcommand(args) {
 		name := args[0]
 		if name == "help" {
 			usage(stdout, nil)

@@ -1,11 +1,10 @@
 package acceptance
 
 import (
-	"bytes"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/vltava/vltava/daemon/daemontest"
 )
@@ -14,12 +13,16 @@ import (
 // environment as it was exec'ed.
 func godebugOf(t *testing.T, pid int) string {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
-		t.Skipf("no /proc environ: %v", err)
+		t.Skipf("no /proc: %v", err)
 	}
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := strings.CutPrefix(string(kv), "GODEBUG="); ok {
+	env, err := p.Environ()
+	if err != nil {
+		t.Fatalf("environment of %d: %v", pid, err)
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
 			return v
 		}
 	}
